@@ -1,0 +1,85 @@
+// Command harness is the Harness CLI: run one action, dry-run or apply a
+// patch, serve the HTTP API or the MCP bridge, inspect the schema registry
+// and verify an audit log. See SPEC.md section 4 for the contract.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// Exit codes of SPEC section 4.
+const (
+	exitOK                = 0
+	exitActionError       = 1
+	exitUsage             = 2
+	exitBlocked           = 3
+	exitNeedsConfirmation = 4
+)
+
+// command is one sub-command. It returns the process exit code. Messages for
+// people go to stderr, machine output to stdout.
+type command struct {
+	summary string
+	hidden  bool
+	run     func(ctx context.Context, args []string, io stdio) int
+}
+
+type stdio struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+// commands is filled by the init functions of this package's files, one
+// file per sub-command.
+var commands = map[string]command{}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := dispatch(ctx, os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr})
+	stop()
+	os.Exit(code)
+}
+
+func dispatch(ctx context.Context, args []string, s stdio) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(s.err)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(s.err, "harness: unknown command %q\n\n", args[0])
+		usage(s.err)
+		return exitUsage
+	}
+	return cmd.run(ctx, args[1:], s)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "Harness stands between an agent's model and the world: it validates, guards,")
+	fmt.Fprintln(w, "runs and audits the actions a model proposes.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Usage: harness COMMAND [options]   (harness COMMAND --help for its options)")
+	fmt.Fprintln(w)
+	names := make([]string, 0, len(commands))
+	for n, c := range commands {
+		if !c.hidden {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Exit codes: 0 ok, 1 action error, 2 usage or config error, 3 refused by policy,")
+	fmt.Fprintln(w, "4 needs confirmation.")
+}
