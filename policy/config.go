@@ -1,0 +1,394 @@
+package policy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/go-playground/validator/v10"
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the YAML configuration of SPEC section 3. Booleans are pointers
+// so that "not set" can differ from "false": the production profile turns
+// the trusted runtime, writes and shell off unless the file sets them.
+// Call Resolve (Load does) before reading the effective values.
+type Config struct {
+	Harness HarnessConfig `yaml:"harness" validate:"required"`
+}
+
+// HarnessConfig is everything under the top-level "harness" key.
+type HarnessConfig struct {
+	Profile               string              `yaml:"profile" validate:"omitempty,oneof=dev production"`
+	TrustedRuntimeEnabled *bool               `yaml:"trusted-runtime-enabled"`
+	DisabledActions       []string            `yaml:"disabled-actions" validate:"dive,required"`
+	AutoApprovedActions   []string            `yaml:"auto-approved-actions" validate:"dive,required"`
+	TenantAllowedActions  map[string][]string `yaml:"tenant-allowed-actions" validate:"dive,keys,required,endkeys,dive,required"`
+	Workspace             WorkspaceConfig     `yaml:"workspace"`
+	MCP                   MCPConfig           `yaml:"mcp"`
+	Trusted               TrustedConfig       `yaml:"trusted"`
+	Audit                 AuditConfig         `yaml:"audit"`
+	Auth                  AuthConfig          `yaml:"auth"`
+	Sanitize              SanitizeConfig      `yaml:"sanitize"`
+	HTTP                  HTTPConfig          `yaml:"http"`
+}
+
+// WorkspaceConfig is harness.workspace.
+type WorkspaceConfig struct {
+	Root                  string   `yaml:"root"`
+	WriteEnabled          *bool    `yaml:"write-enabled"`
+	ShellEnabled          *bool    `yaml:"shell-enabled"`
+	CommandTimeoutSeconds int      `yaml:"command-timeout-seconds" validate:"gte=0,lte=3600"`
+	MaxCommandOutputBytes int      `yaml:"max-command-output-bytes" validate:"gte=0,lte=104857600"`
+	MaxFileBytes          int64    `yaml:"max-file-bytes" validate:"gte=0"`
+	MaxSearchFiles        int      `yaml:"max-search-files" validate:"gte=0"`
+	MaxListEntries        int      `yaml:"max-list-entries" validate:"gte=0"`
+	AllowedCommands       []string `yaml:"allowed-commands" validate:"dive,required,excludesall=/\\ "`
+	AllowedGitSubcommands []string `yaml:"allowed-git-subcommands" validate:"dive,required"`
+	// Sandbox is required (refuse to run commands without Landlock),
+	// best-effort (run without it, and say so) or off.
+	Sandbox string `yaml:"sandbox" validate:"omitempty,oneof=required best-effort off"`
+}
+
+// MCPConfig is harness.mcp.
+type MCPConfig struct {
+	Servers map[string]MCPServerConfig `yaml:"servers" validate:"dive,keys,required,endkeys"`
+	// Bridge configures `harness mcp`, the server side.
+	Bridge MCPBridgeConfig `yaml:"bridge"`
+}
+
+// MCPServerConfig is one configured MCP server. Exactly one of Command and
+// URL is set.
+type MCPServerConfig struct {
+	Enabled   *bool    `yaml:"enabled"`
+	Command   []string `yaml:"command" validate:"required_without=URL,excluded_with=URL,omitempty,min=1,dive,required"`
+	URL       string   `yaml:"url" validate:"required_without=Command,omitempty,url"`
+	Transport string   `yaml:"transport" validate:"omitempty,oneof=stdio http sse"`
+	Tools     []string `yaml:"tools" validate:"dive,required"`
+	TimeoutMS int      `yaml:"timeout-ms" validate:"gte=0,lte=600000"`
+	// RegisterTools also registers each allowed tool as its own action
+	// named mcp.<server>.<tool>.
+	RegisterTools bool `yaml:"register-tools"`
+}
+
+// MCPBridgeConfig says which trusted actions `harness mcp` serves beyond the
+// auto-approved ones; they run only after the person confirms through MCP
+// elicitation.
+type MCPBridgeConfig struct {
+	TrustedActions []string `yaml:"trusted-actions" validate:"dive,required"`
+}
+
+// TrustedConfig is harness.trusted.
+type TrustedConfig struct {
+	TokenTTLSeconds int    `yaml:"token-ttl-seconds" validate:"gte=0,lte=86400"`
+	Store           string `yaml:"store" validate:"omitempty,store"`
+}
+
+// AuditConfig is harness.audit.
+type AuditConfig struct {
+	Path     string `yaml:"path"`
+	Instance string `yaml:"instance"`
+}
+
+// AuthConfig is harness.auth.
+type AuthConfig struct {
+	Keys []AuthKey `yaml:"keys" validate:"dive"`
+}
+
+// AuthKey is one API key: the SHA-256 of its bearer token (never the token
+// itself), who holds it, and what it may do.
+type AuthKey struct {
+	Principal   string   `yaml:"principal" validate:"required"`
+	SHA256      string   `yaml:"sha256" validate:"required,len=64,hexadecimal"`
+	Permissions []string `yaml:"permissions" validate:"min=1,dive,oneof=agent:execute agent:trusted admin"`
+	Tenant      string   `yaml:"tenant"`
+}
+
+// SanitizeConfig is harness.sanitize.
+type SanitizeConfig struct {
+	// MaxString is the length past which strings in events are cut.
+	MaxString int `yaml:"max-string" validate:"gte=0"`
+	// KeyPath is the per-installation HMAC key file (created if missing).
+	KeyPath string `yaml:"key-path"`
+}
+
+// HTTPConfig is harness.http.
+type HTTPConfig struct {
+	Addr         string `yaml:"addr"`
+	MaxBodyBytes int64  `yaml:"max-body-bytes" validate:"gte=0"`
+}
+
+// Defaults of SPEC section 3.
+const (
+	DefaultCommandTimeoutSeconds = 10
+	DefaultMaxCommandOutputBytes = 12000
+	DefaultMaxFileBytes          = 20000
+	DefaultMaxSearchFiles        = 1000
+	DefaultMaxListEntries        = 1000
+	DefaultTokenTTLSeconds       = 300
+	DefaultAuditPath             = "harness-audit.jsonl"
+	DefaultMCPTimeoutMS          = 5000
+	DefaultMaxBodyBytes          = 4 << 20
+	DefaultMaxString             = 2048
+	DefaultAddr                  = "127.0.0.1:8080"
+)
+
+// Default returns the configuration used when there is no file: the dev
+// profile, the current directory as workspace root, SPEC's defaults.
+func Default() *Config {
+	c := &Config{}
+	c.Resolve()
+	return c
+}
+
+// Bool returns *p, or false for nil. After Resolve no field is nil.
+func Bool(p *bool) bool { return p != nil && *p }
+
+func setDefault(p **bool, v bool) {
+	if *p == nil {
+		*p = &v
+	}
+}
+
+// Resolve fills every unset value with its default for the profile.
+func (c *Config) Resolve() {
+	h := &c.Harness
+	if h.Profile == "" {
+		h.Profile = "dev"
+	}
+	prod := h.Profile == "production"
+	setDefault(&h.TrustedRuntimeEnabled, !prod)
+	w := &h.Workspace
+	if w.Root == "" {
+		w.Root = "."
+	}
+	setDefault(&w.WriteEnabled, !prod)
+	setDefault(&w.ShellEnabled, !prod)
+	if w.CommandTimeoutSeconds == 0 {
+		w.CommandTimeoutSeconds = DefaultCommandTimeoutSeconds
+	}
+	if w.MaxCommandOutputBytes == 0 {
+		w.MaxCommandOutputBytes = DefaultMaxCommandOutputBytes
+	}
+	if w.MaxFileBytes == 0 {
+		w.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if w.MaxSearchFiles == 0 {
+		w.MaxSearchFiles = DefaultMaxSearchFiles
+	}
+	if w.MaxListEntries == 0 {
+		w.MaxListEntries = DefaultMaxListEntries
+	}
+	if w.AllowedCommands == nil {
+		w.AllowedCommands = []string{"pwd", "ls", "rg", "git", "go", "make"}
+	}
+	if w.AllowedGitSubcommands == nil {
+		w.AllowedGitSubcommands = []string{"status", "diff", "show", "log", "rev-parse", "branch"}
+	}
+	if w.Sandbox == "" {
+		w.Sandbox = "best-effort"
+		if prod {
+			w.Sandbox = "required"
+		}
+	}
+	for name, s := range h.MCP.Servers {
+		setDefault(&s.Enabled, true)
+		if s.TimeoutMS == 0 {
+			s.TimeoutMS = DefaultMCPTimeoutMS
+		}
+		if s.Transport == "" {
+			s.Transport = "stdio"
+			if s.URL != "" {
+				s.Transport = "http"
+			}
+		}
+		h.MCP.Servers[name] = s
+	}
+	if h.Trusted.TokenTTLSeconds == 0 {
+		h.Trusted.TokenTTLSeconds = DefaultTokenTTLSeconds
+	}
+	if h.Trusted.Store == "" {
+		h.Trusted.Store = "memory"
+	}
+	if h.Audit.Path == "" {
+		h.Audit.Path = DefaultAuditPath
+	}
+	if h.Sanitize.MaxString == 0 {
+		h.Sanitize.MaxString = DefaultMaxString
+	}
+	if h.HTTP.MaxBodyBytes == 0 {
+		h.HTTP.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if h.HTTP.Addr == "" {
+		h.HTTP.Addr = DefaultAddr
+	}
+}
+
+// ConfigError lists every problem found in a configuration file.
+type ConfigError struct {
+	File     string
+	Problems []string // "key: why"
+}
+
+func (e *ConfigError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "config %s: %d problem(s):", e.File, len(e.Problems))
+	for _, p := range e.Problems {
+		b.WriteString("\n  ")
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+// LoadFile reads, validates and resolves the configuration at path. An empty
+// path means no file: Default(). Environment variables HARNESS_PROFILE,
+// HARNESS_WORKSPACE_ROOT, HARNESS_AUDIT_PATH and HARNESS_TRUSTED_STORE
+// override the file.
+func LoadFile(path string) (*Config, error) {
+	if path == "" {
+		c := &Config{}
+		applyEnv(c)
+		if err := c.Validate(""); err != nil {
+			return nil, err
+		}
+		c.Resolve()
+		return c, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &ConfigError{File: path, Problems: []string{"cannot read: " + err.Error()}}
+	}
+	return Parse(path, data)
+}
+
+// Parse decodes YAML configuration data; name is used in messages. Unknown
+// keys are problems, so that a typo does not silently fall back to a default.
+func Parse(name string, data []byte) (*Config, error) {
+	c := &Config{}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			return nil, &ConfigError{File: name, Problems: te.Errors}
+		}
+		return nil, &ConfigError{File: name, Problems: []string{err.Error()}}
+	}
+	applyEnv(c)
+	if err := c.Validate(name); err != nil {
+		return nil, err
+	}
+	c.Resolve()
+	return c, nil
+}
+
+func applyEnv(c *Config) {
+	if v := os.Getenv("HARNESS_PROFILE"); v != "" {
+		c.Harness.Profile = v
+	}
+	if v := os.Getenv("HARNESS_WORKSPACE_ROOT"); v != "" {
+		c.Harness.Workspace.Root = v
+	}
+	if v := os.Getenv("HARNESS_AUDIT_PATH"); v != "" {
+		c.Harness.Audit.Path = v
+	}
+	if v := os.Getenv("HARNESS_TRUSTED_STORE"); v != "" {
+		c.Harness.Trusted.Store = v
+	}
+}
+
+var validate = newValidator()
+
+func newValidator() *validator.Validate {
+	v := validator.New(validator.WithRequiredStructEnabled())
+	v.RegisterTagNameFunc(func(f reflect.StructField) string {
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "-" {
+			return ""
+		}
+		return name
+	})
+	_ = v.RegisterValidation("store", func(fl validator.FieldLevel) bool {
+		s := fl.Field().String()
+		return s == "memory" || strings.HasPrefix(s, "redis://") || strings.HasPrefix(s, "rediss://")
+	})
+	return v
+}
+
+// Validate checks the configuration and returns a *ConfigError listing
+// every problem, or nil.
+func (c *Config) Validate(file string) error {
+	var problems []string
+	if err := validate.Struct(c); err != nil {
+		var verrs validator.ValidationErrors
+		if !errors.As(err, &verrs) {
+			return &ConfigError{File: file, Problems: []string{err.Error()}}
+		}
+		for _, fe := range verrs {
+			problems = append(problems, fmt.Sprintf("%s: %s", keyPath(fe.Namespace()), why(fe)))
+		}
+	}
+	h := c.Harness
+	for _, a := range h.AutoApprovedActions {
+		for _, d := range h.DisabledActions {
+			if a == d {
+				problems = append(problems, fmt.Sprintf("harness.auto-approved-actions: %s is also disabled", a))
+			}
+		}
+	}
+	for name, s := range h.MCP.Servers {
+		if len(s.Command) > 0 && s.URL != "" {
+			problems = append(problems, fmt.Sprintf("harness.mcp.servers.%s: set command or url, not both", name))
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	sort.Strings(problems)
+	return &ConfigError{File: file, Problems: problems}
+}
+
+// keyPath turns validator's "Config.harness.workspace.sandbox" into
+// "harness.workspace.sandbox".
+func keyPath(ns string) string {
+	_, rest, ok := strings.Cut(ns, ".")
+	if !ok {
+		return ns
+	}
+	return rest
+}
+
+func why(fe validator.FieldError) string {
+	switch fe.Tag() {
+	case "oneof":
+		return fmt.Sprintf("%q is not one of: %s", fmt.Sprint(fe.Value()), fe.Param())
+	case "required":
+		return "is required"
+	case "required_without":
+		return "is required when " + fe.Param() + " is not set"
+	case "excluded_with":
+		return "cannot be set together with " + fe.Param()
+	case "gte":
+		return "must be at least " + fe.Param()
+	case "lte":
+		return "must be at most " + fe.Param()
+	case "len":
+		return fmt.Sprintf("must be %s characters long", fe.Param())
+	case "hexadecimal":
+		return "must be hexadecimal (the sha256 of the bearer token)"
+	case "url":
+		return fmt.Sprintf("%q is not a URL", fmt.Sprint(fe.Value()))
+	case "store":
+		return fmt.Sprintf("%q is neither memory nor redis://host:port/db", fmt.Sprint(fe.Value()))
+	case "excludesall":
+		return fmt.Sprintf("%q must be a bare command name, not a path", fmt.Sprint(fe.Value()))
+	case "min":
+		return "needs at least " + fe.Param() + " item(s)"
+	}
+	return fmt.Sprintf("fails %s %s", fe.Tag(), fe.Param())
+}

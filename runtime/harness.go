@@ -1,0 +1,342 @@
+package runtime
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sort"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/harness-runtime/harness/action"
+	"github.com/harness-runtime/harness/ahp"
+	"github.com/harness-runtime/harness/policy"
+	"github.com/harness-runtime/harness/schema"
+)
+
+// Sanitizer removes sensitive values and secrets before anything reaches an
+// event. *sanitize.Sanitizer implements it.
+type Sanitizer interface {
+	Value(v any, sensitive []string) any
+	String(s string) string
+}
+
+// Recorder is the audit log as the dispatcher sees it. durable asks for the
+// record to be on stable storage before Record returns; the dispatcher asks
+// for it before a trusted action runs and refuses the action when it fails
+// (fail closed).
+type Recorder interface {
+	Record(ctx context.Context, ev ahp.Event, durable bool) error
+}
+
+// Options configure a Harness. Registry, Guard and Sanitizer are required.
+type Options struct {
+	Registry  *schema.Registry
+	Guard     *policy.Guard
+	Sanitizer Sanitizer
+	// Recorder is the audit log; nil records nothing.
+	Recorder Recorder
+	// AgentID names the agent in events; default "harness".
+	AgentID string
+	// Logger receives operational logs; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Harness is the dispatcher. It is safe for concurrent use; mount runtimes
+// and subscribe sinks before the first Execute.
+type Harness struct {
+	registry  *schema.Registry
+	guard     *policy.Guard
+	sanitizer Sanitizer
+	recorder  Recorder
+	agentID   string
+	log       *slog.Logger
+
+	runtimes    map[string]mounted
+	subscribers []ahp.Sink
+	builtin     *Builtin
+
+	idPrefix string
+	seq      atomic.Uint64
+}
+
+type mounted struct {
+	source action.Source
+	rt     Runtime
+}
+
+// New returns a Harness with the builtin runtime mounted as "builtin".
+func New(opts Options) (*Harness, error) {
+	if opts.Registry == nil || opts.Guard == nil || opts.Sanitizer == nil {
+		return nil, errors.New("runtime.New: Registry, Guard and Sanitizer are required")
+	}
+	var rnd [6]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return nil, fmt.Errorf("runtime.New: %w", err)
+	}
+	h := &Harness{
+		registry:  opts.Registry,
+		guard:     opts.Guard,
+		sanitizer: opts.Sanitizer,
+		recorder:  opts.Recorder,
+		agentID:   opts.AgentID,
+		log:       opts.Logger,
+		runtimes:  map[string]mounted{},
+		idPrefix:  "act-" + hex.EncodeToString(rnd[:]) + "-",
+	}
+	if h.agentID == "" {
+		h.agentID = "harness"
+	}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	h.builtin = &Builtin{funcs: map[string]BuiltinFunc{}}
+	h.Mount(schema.RuntimeBuiltin, action.SourceBuiltin, h.builtin)
+	return h, nil
+}
+
+// Mount makes rt the runtime for actions whose schema names runtime name;
+// observations from it carry source.
+func (h *Harness) Mount(name string, source action.Source, rt Runtime) {
+	h.runtimes[name] = mounted{source: source, rt: rt}
+}
+
+// Subscribe adds an in-process sink for every event. A subscriber's error
+// is logged and does not stop the action.
+func (h *Harness) Subscribe(s ahp.Sink) { h.subscribers = append(h.subscribers, s) }
+
+// Registry returns the schema registry.
+func (h *Harness) Registry() *schema.Registry { return h.registry }
+
+// Guard returns the policy guard.
+func (h *Harness) Guard() *policy.Guard { return h.guard }
+
+// Builtin returns the builtin runtime, where programs register Go functions.
+func (h *Harness) Builtin() *Builtin { return h.builtin }
+
+// Decide runs the guard alone, without dispatching or emitting anything,
+// and returns its decision and the action's schema (nil when the action is
+// unknown). The preview flow uses it.
+func (h *Harness) Decide(ctx context.Context, a action.Action) (policy.Decision, *schema.ActionSchema) {
+	req := policy.Request{Action: a, Principal: PrincipalFrom(ctx)}
+	d := h.guard.Decide(ctx, &req)
+	return d, req.Schema
+}
+
+// Execute takes one action through the whole pipeline and returns its
+// observation. It never panics and never returns a raw error: a refusal, a
+// failure, a panicking tool and a missed deadline are all observations.
+func (h *Harness) Execute(ctx context.Context, a action.Action) (obs action.Observation) {
+	start := time.Now()
+	id := a.ID
+	if id == "" {
+		id = h.idPrefix + strconv.FormatUint(h.seq.Add(1), 10)
+	}
+	obs.ActionID, obs.Action = id, a.Name
+	defer func() {
+		if r := recover(); r != nil {
+			h.log.Error("harness: panic while executing action", "action", a.Name, "action_id", id, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			obs = h.fail(id, a.Name, action.SourceHarness, action.Errorf(action.CodeInternal, "internal error while executing %s", a.Name))
+			obs.LatencyMS = ms(time.Since(start))
+		}
+	}()
+
+	req := policy.Request{Action: a, Principal: PrincipalFrom(ctx)}
+	d := h.guard.Decide(ctx, &req)
+	sc := req.Schema
+	var sensitive []string
+	if sc != nil {
+		sensitive = sc.Sensitive
+	}
+	ev := eventFrame{h: h, ctx: ctx, a: &a, id: id, principal: req.Principal}
+	ev.input = h.sanitizer.Value(a.Input, sensitive)
+	durable := sc != nil && sc.Trusted
+
+	if !d.Allowed() {
+		obs.Source, obs.Status, obs.Code, obs.Message = action.SourcePolicy, action.StatusBlocked, d.Code, d.Message
+		obs.LatencyMS = ms(time.Since(start))
+		ev.emit(ahp.PreAction, nil, false)
+		ev.emit(ahp.PostAction, &obs, false)
+		return obs
+	}
+	m, ok := h.runtimes[sc.Runtime]
+	if !ok {
+		obs = h.fail(id, a.Name, action.SourceHarness, action.Errorf(action.CodeInternal, "no runtime %q is mounted for %s", sc.Runtime, a.Name))
+		obs.LatencyMS = ms(time.Since(start))
+		ev.emit(ahp.PreAction, nil, false)
+		ev.emit(ahp.PostAction, &obs, false)
+		return obs
+	}
+	if err := ev.emit(ahp.PreAction, nil, durable); err != nil && durable {
+		obs = h.fail(id, a.Name, action.SourceHarness, action.Errorf(action.CodeInternal, "the audit log cannot record this trusted action, so it does not run: %v", err))
+		obs.LatencyMS = ms(time.Since(start))
+		ev.emit(ahp.Error, &obs, false)
+		return obs
+	}
+
+	payload, err := h.run(ctx, m.rt, a)
+	obs.Source = m.source
+	if err != nil {
+		code := action.CodeOf(err)
+		if ctxErr := ctx.Err(); ctxErr != nil && code == action.CodeInternal {
+			code = action.CodeTimeout
+			err = &action.Error{Code: code, Message: fmt.Sprintf("%s did not finish: %v", a.Name, ctxErr)}
+		}
+		obs.Status, obs.Code, obs.Message = statusFor(code), code, action.MessageOf(err)
+		var ae *action.Error
+		if errors.As(err, &ae) && ae.Payload != nil {
+			obs.Payload = ae.Payload
+		}
+	} else {
+		obs.Status, obs.Payload = action.StatusOK, payload
+	}
+	obs.LatencyMS = ms(time.Since(start))
+	ev.emit(ahp.PostAction, &obs, durable)
+	if obs.Status == action.StatusError {
+		ev.emit(ahp.Error, &obs, false)
+	}
+	return obs
+}
+
+
+// run calls the runtime, turning a panic into an internal error and, when
+// ctx can be cancelled, answering as soon as it is done.
+func (h *Harness) run(ctx context.Context, rt Runtime, a action.Action) (map[string]any, error) {
+	if ctx.Done() == nil {
+		return h.runSafely(ctx, rt, a)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, &action.Error{Code: action.CodeTimeout, Message: fmt.Sprintf("%s did not start: %v", a.Name, err)}
+	}
+	type result struct {
+		payload map[string]any
+		err     error
+	}
+	done := make(chan result, 1)
+	go func() {
+		p, err := h.runSafely(ctx, rt, a)
+		done <- result{p, err}
+	}()
+	select {
+	case r := <-done:
+		return r.payload, r.err
+	case <-ctx.Done():
+		return nil, &action.Error{Code: action.CodeTimeout, Message: fmt.Sprintf("%s did not finish: %v", a.Name, ctx.Err())}
+	}
+}
+
+func (h *Harness) runSafely(ctx context.Context, rt Runtime, a action.Action) (payload map[string]any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			h.log.Error("harness: runtime panicked", "action", a.Name, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			payload, err = nil, action.Errorf(action.CodeInternal, "%s failed with an internal error", a.Name)
+		}
+	}()
+	return rt.Run(ctx, a)
+}
+
+func (h *Harness) fail(id, name string, src action.Source, err *action.Error) action.Observation {
+	return action.Observation{ActionID: id, Action: name, Source: src, Status: statusFor(err.Code), Code: err.Code, Message: err.Message}
+}
+
+// statusFor maps a runtime's code to a status: a refusal by the runtime's
+// own confinement rules is "blocked", everything else that failed "error".
+func statusFor(code action.Code) action.Status {
+	switch code {
+	case action.CodePathOutsideRoot, action.CodeCommandNotAllowed, action.CodeArgumentNotAllowed,
+		action.CodeWriteDisabled, action.CodeShellDisabled, action.CodeHarnessBlocked,
+		action.CodeTrustRequired, action.CodeActionDisabled:
+		return action.StatusBlocked
+	}
+	return action.StatusError
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// eventFrame holds what every event of one action shares.
+type eventFrame struct {
+	h         *Harness
+	ctx       context.Context
+	a         *action.Action
+	id        string
+	principal string
+	input     any
+}
+
+// emit builds one event and hands it to the recorder and the subscribers.
+// It returns the recorder's error, the one that can refuse an action.
+func (f *eventFrame) emit(t ahp.EventType, obs *action.Observation, durable bool) error {
+	h := f.h
+	if h.recorder == nil && len(h.subscribers) == 0 {
+		return nil
+	}
+	p := make(map[string]any, 10)
+	p["action_id"] = f.id
+	p["action"] = f.a.Name
+	if f.a.Tenant != "" {
+		p["tenant"] = f.a.Tenant
+	}
+	if f.a.TaskID != "" {
+		p["task_id"] = f.a.TaskID
+	}
+	if f.a.StepID != "" {
+		p["step_id"] = f.a.StepID
+	}
+	if f.principal != "" {
+		p["principal"] = f.principal
+	}
+	p["trusted"] = f.a.Trusted
+	if t == ahp.PreAction {
+		p["input"] = f.input
+	}
+	if obs != nil {
+		p["observation"] = summarize(h.sanitizer, obs)
+	}
+	agent := f.a.AgentID
+	if agent == "" {
+		agent = h.agentID
+	}
+	ev := ahp.Event{
+		Version: ahp.Version, EventID: f.id + "." + string(t), EventType: t,
+		SessionID: f.a.SessionID, AgentID: agent, Timestamp: time.Now().UTC(),
+		Depth: depthFrom(f.ctx), Payload: p,
+	}
+	var recErr error
+	if h.recorder != nil {
+		if recErr = h.recorder.Record(f.ctx, ev, durable); recErr != nil {
+			h.log.Error("harness: audit record failed", "action", f.a.Name, "action_id", f.id, "event", string(t), "err", recErr)
+		}
+	}
+	for _, s := range h.subscribers {
+		if err := s.Emit(f.ctx, ev); err != nil {
+			h.log.Warn("harness: event subscriber failed", "event", string(t), "err", err)
+		}
+	}
+	return recErr
+}
+
+// summarize is what an event says of an observation: never the payload
+// itself, only its keys.
+func summarize(s Sanitizer, o *action.Observation) map[string]any {
+	sum := map[string]any{
+		"source": string(o.Source), "status": string(o.Status), "code": string(o.Code),
+		"latency_ms": o.LatencyMS,
+	}
+	if o.Message != "" {
+		sum["message"] = s.String(o.Message)
+	}
+	if len(o.Payload) > 0 {
+		keys := make([]string, 0, len(o.Payload))
+		for k := range o.Payload {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		sum["payload_keys"] = keys
+	}
+	return sum
+}

@@ -1,0 +1,65 @@
+// Package runtime is the dispatcher: Harness.Execute takes an action
+// through the policy guard, emits sanitized AHP events, runs it on the
+// runtime that owns it, and always answers with an Observation.
+//
+// Runtimes (builtin Go functions, the workspace, MCP servers) implement the
+// one-method Runtime interface and are mounted on a Harness by name; the
+// schema registry says which runtime owns which action.
+package runtime
+
+import (
+	"context"
+
+	"github.com/harness-runtime/harness/action"
+)
+
+// Runtime runs actions that the guard has already allowed and whose input
+// has been validated against their schema. A failure is an error; an
+// *action.Error (see action.Errorf) sets the observation's code, message
+// and payload, any other error becomes code internal.
+//
+// Run must honour ctx: when ctx is done the Harness answers with code
+// timeout at once, and a runtime that goes on working past that wastes
+// resources nobody waits for.
+type Runtime interface {
+	Run(ctx context.Context, a action.Action) (map[string]any, error)
+}
+
+// RuntimeFunc adapts a function to Runtime.
+type RuntimeFunc func(ctx context.Context, a action.Action) (map[string]any, error)
+
+// Run calls f.
+func (f RuntimeFunc) Run(ctx context.Context, a action.Action) (map[string]any, error) {
+	return f(ctx, a)
+}
+
+type ctxKey int
+
+const (
+	principalKey ctxKey = iota
+	depthKey
+)
+
+// WithPrincipal returns a context that names who asked for the actions run
+// with it (an API key's principal, "cli", "mcp"). The guard and every event
+// see it.
+func WithPrincipal(ctx context.Context, principal string) context.Context {
+	return context.WithValue(ctx, principalKey, principal)
+}
+
+// PrincipalFrom returns the principal set by WithPrincipal, or "".
+func PrincipalFrom(ctx context.Context) string {
+	p, _ := ctx.Value(principalKey).(string)
+	return p
+}
+
+// WithDepth returns a context for a sub-agent at the given nesting depth
+// (0 is the user-facing session); events carry it.
+func WithDepth(ctx context.Context, depth int) context.Context {
+	return context.WithValue(ctx, depthKey, depth)
+}
+
+func depthFrom(ctx context.Context) int {
+	d, _ := ctx.Value(depthKey).(int)
+	return d
+}
