@@ -203,7 +203,6 @@ func (h *Harness) Execute(ctx context.Context, a action.Action) (obs action.Obse
 	return obs
 }
 
-
 // run calls the runtime, turning a panic into an internal error and, when
 // ctx can be cancelled, answering as soon as it is done.
 func (h *Harness) run(ctx context.Context, rt Runtime, a action.Action) (map[string]any, error) {

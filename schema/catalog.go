@@ -81,13 +81,13 @@ var builtinCatalog = []ActionSchema{
 		Name:        "workspace_propose_patch",
 		Description: "Compute the unified diff of a change (new content or a patch) without writing anything.",
 		Runtime:     RuntimeWorkspace, Trusted: true, Risk: RiskRead,
-		Input:       json.RawMessage(patchInput),
+		Input: json.RawMessage(patchInput),
 	},
 	{
 		Name:        "workspace_apply_patch",
 		Description: "Apply a change (new content, a unified or git diff, or a patch envelope) atomically.",
 		Runtime:     RuntimeWorkspace, Trusted: true, Risk: RiskWrite,
-		Input:       json.RawMessage(patchInput),
+		Input: json.RawMessage(patchInput),
 	},
 	{
 		Name:        "workspace_run_shell",
