@@ -69,25 +69,28 @@ func writeCanonical(buf *bytes.Buffer, v any, depth int) error {
 	case float32:
 		return writeFloat(buf, float64(x))
 	case int:
-		buf.WriteString(strconv.FormatInt(int64(x), 10))
+		return writeInt(buf, int64(x))
 	case int8:
-		buf.WriteString(strconv.FormatInt(int64(x), 10))
+		return writeInt(buf, int64(x))
 	case int16:
-		buf.WriteString(strconv.FormatInt(int64(x), 10))
+		return writeInt(buf, int64(x))
 	case int32:
-		buf.WriteString(strconv.FormatInt(int64(x), 10))
+		return writeInt(buf, int64(x))
 	case int64:
-		buf.WriteString(strconv.FormatInt(x, 10))
+		return writeInt(buf, x)
 	case uint:
-		buf.WriteString(strconv.FormatUint(uint64(x), 10))
+		return writeInt(buf, int64(x))
 	case uint8:
-		buf.WriteString(strconv.FormatUint(uint64(x), 10))
+		return writeInt(buf, int64(x))
 	case uint16:
-		buf.WriteString(strconv.FormatUint(uint64(x), 10))
+		return writeInt(buf, int64(x))
 	case uint32:
-		buf.WriteString(strconv.FormatUint(uint64(x), 10))
+		return writeInt(buf, int64(x))
 	case uint64:
-		buf.WriteString(strconv.FormatUint(x, 10))
+		if x > 1<<53 {
+			return writeFloat(buf, float64(x))
+		}
+		return writeInt(buf, int64(x))
 	case map[string]any:
 		keys := make([]string, 0, len(x))
 		for k := range x {
@@ -153,7 +156,10 @@ func writeViaJSON(buf *bytes.Buffer, raw []byte, depth int) error {
 }
 
 func writeNumberString(buf *bytes.Buffer, s string) error {
-	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+	// Integers a float64 holds exactly are written as integers; larger
+	// ones go through float64 like every other number, so that a decoder
+	// with and without UseNumber sees the same canonical form.
+	if i, err := strconv.ParseInt(s, 10, 64); err == nil && i <= 1<<53 && i >= -(1<<53) {
 		buf.WriteString(strconv.FormatInt(i, 10))
 		return nil
 	}
@@ -164,11 +170,19 @@ func writeNumberString(buf *bytes.Buffer, s string) error {
 	return writeFloat(buf, f)
 }
 
+func writeInt(buf *bytes.Buffer, i int64) error {
+	if i > 1<<53 || i < -(1<<53) {
+		return writeFloat(buf, float64(i))
+	}
+	buf.WriteString(strconv.FormatInt(i, 10))
+	return nil
+}
+
 func writeFloat(buf *bytes.Buffer, f float64) error {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return fmt.Errorf("canonical json: %v is not a JSON number", f)
 	}
-	if f == math.Trunc(f) && math.Abs(f) < 1<<63 {
+	if f == math.Trunc(f) && math.Abs(f) <= 1<<53 {
 		buf.WriteString(strconv.FormatInt(int64(f), 10))
 		return nil
 	}
