@@ -19,7 +19,7 @@ import (
 // the trusted runtime, writes and shell off unless the file sets them.
 // Call Resolve (Load does) before reading the effective values.
 type Config struct {
-	Harness HarnessConfig `yaml:"harness" validate:"required"`
+	Harness HarnessConfig `yaml:"harness"`
 }
 
 // HarnessConfig is everything under the top-level "harness" key.

@@ -86,15 +86,23 @@ func (s *ActionSchema) Validate(input map[string]any) error {
 func validate(c *jsonschema.Schema, v any) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			norm, nerr := normalize(v)
-			if nerr != nil {
-				err = fmt.Errorf("input is not JSON: %w", nerr)
-				return
-			}
-			err = c.Validate(norm)
+			err = retryNormalized(c, v)
 		}
 	}()
-	return c.Validate(v)
+	err = c.Validate(v)
+	var bad jsonschema.InvalidJSONTypeError
+	if errors.As(err, &bad) {
+		return retryNormalized(c, v)
+	}
+	return err
+}
+
+func retryNormalized(c *jsonschema.Schema, v any) error {
+	norm, err := normalize(v)
+	if err != nil {
+		return fmt.Errorf("input is not JSON: %w", err)
+	}
+	return c.Validate(norm)
 }
 
 func normalize(v any) (any, error) {
