@@ -1,15 +1,426 @@
 package workspace
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/harness-runtime/harness/action"
 )
 
-func (w *Workspace) listFiles(ctx context.Context, in map[string]any) (map[string]any, error) {
-	return nil, action.Errorf(action.CodeInternal, "workspace_list_files is not built yet")
+// binarySniffBytes is how much of a file's start is inspected for a NUL
+// byte to call it binary (the rule git and ripgrep use).
+const binarySniffBytes = 8 << 10
+
+// openFile opens the regular file at rel (a path returned by checkPath)
+// for reading, through the root, following symlinks only while they stay
+// inside it. It refuses directories, devices, FIFOs and sockets, and files
+// on kernel pseudo file systems such as /proc or /sys (invalid_input). The
+// returned FileInfo describes the opened handle, not the name, so a file
+// swapped after the check cannot slip through. The caller closes the file.
+func (w *Workspace) openFile(rel string) (*os.File, fs.FileInfo, error) {
+	return openRegular(w.root, rel)
 }
 
+// openRegular is openFile relative to any root (the workspace root or a
+// directory root opened beneath it).
+func openRegular(root *os.Root, rel string) (*os.File, fs.FileInfo, error) {
+	// Stat first so that a FIFO or device is never opened at all; the
+	// checks on the opened handle below close the race that remains.
+	fi, err := root.Stat(rel)
+	if err != nil {
+		return nil, nil, fsError(rel, err)
+	}
+	if err := refuseSpecial(rel, fi); err != nil {
+		return nil, nil, err
+	}
+	if fi.IsDir() {
+		return nil, nil, action.Errorf(action.CodeInvalidInput, "path %s is a directory", quote(rel))
+	}
+	f, err := root.OpenFile(rel, openFlags, 0)
+	if err != nil {
+		return nil, nil, fsError(rel, err)
+	}
+	fi, err = f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, fsError(rel, err)
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		if err := refuseSpecial(rel, fi); err != nil {
+			return nil, nil, err
+		}
+		return nil, nil, action.Errorf(action.CodeInvalidInput, "path %s is not a regular file", quote(rel))
+	}
+	if name := pseudoFSOf(f); name != "" {
+		f.Close()
+		return nil, nil, action.Errorf(action.CodeInvalidInput, "path %s is on the %s pseudo file system, which is never served", quote(rel), name)
+	}
+	return f, fi, nil
+}
+
+// statNoFollow returns the FileInfo of rel (a path returned by checkPath)
+// without following a final symlink; parents are resolved inside the root.
+// Errors carry not_found, path_outside_root or invalid_input codes.
+func (w *Workspace) statNoFollow(rel string) (fs.FileInfo, error) {
+	fi, err := w.root.Lstat(rel)
+	if err != nil {
+		return nil, fsError(rel, err)
+	}
+	return fi, nil
+}
+
+// entryType names a file mode as the list payload does.
+func entryType(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "file"
+	case m.IsDir():
+		return "dir"
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	}
+	return "other"
+}
+
+// listFiles implements workspace_list_files.
+//
+// Input: path (default "."), recursive, max_entries (default
+// Options.MaxListEntries), include_git.
+//
+// Payload: {"path": the clean root-relative directory, "entries": [{"path":
+// root-relative slash path, "name", "type": "file"|"dir"|"symlink"|"other",
+// "size": bytes as reported by lstat, "mod_time": RFC 3339 UTC}],
+// "truncated": true when entries stopped at max_entries}.
+//
+// Entries are in byte order of their path components, depth first (a
+// directory is followed by its contents). Symlinks are listed as symlinks
+// and never followed; directories on another device (mount points) are
+// listed but not descended into. A ".git" directory is listed but its
+// contents are skipped unless include_git is true.
+func (w *Workspace) listFiles(ctx context.Context, in map[string]any) (map[string]any, error) {
+	p, _, err := strArg(in, "path")
+	if err != nil {
+		return nil, err
+	}
+	recursive, err := boolArg(in, "recursive", false)
+	if err != nil {
+		return nil, err
+	}
+	includeGit, err := boolArg(in, "include_git", false)
+	if err != nil {
+		return nil, err
+	}
+	maxEntries, err := intArg(in, "max_entries", int64(w.opts.MaxListEntries))
+	if err != nil {
+		return nil, err
+	}
+	if maxEntries < 1 {
+		return nil, action.Errorf(action.CodeInvalidInput, "max_entries must be at least 1")
+	}
+	rel, err := w.checkPath(p)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := w.root.OpenRoot(rel)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || !isNotDir(err) {
+			return nil, fsError(rel, err)
+		}
+		return nil, action.Errorf(action.CodeInvalidInput, "path %s is not a directory", quote(rel))
+	}
+	rootInfo, err := dir.Stat(".")
+	if err != nil {
+		dir.Close()
+		return nil, fsError(rel, err)
+	}
+	if name := pseudoFSOfRoot(dir); name != "" {
+		dir.Close()
+		return nil, action.Errorf(action.CodeInvalidInput, "path %s is on the %s pseudo file system, which is never served", quote(rel), name)
+	}
+	dev, hasDev := deviceOf(rootInfo)
+
+	l := &lister{ctx: ctx, max: int(min(maxEntries, 1<<31-1)), recursive: recursive, includeGit: includeGit, dev: dev, hasDev: hasDev}
+	err = l.walk(dir, rel)
+	if err != nil {
+		return nil, err
+	}
+	entries := l.entries
+	if entries == nil {
+		entries = []any{}
+	}
+	return map[string]any{"path": rel, "entries": entries, "truncated": l.truncated}, nil
+}
+
+type lister struct {
+	ctx        context.Context
+	max        int
+	recursive  bool
+	includeGit bool
+	dev        uint64
+	hasDev     bool
+	entries    []any
+	truncated  bool
+}
+
+// walk lists dir (whose root-relative path is rel) and takes ownership of
+// it: dir is closed before walk returns.
+func (l *lister) walk(dir *os.Root, rel string) error {
+	defer dir.Close()
+	if err := l.ctx.Err(); err != nil {
+		return action.Errorf(action.CodeTimeout, "listing %s: %v", quote(rel), err)
+	}
+	infos, err := readDirInfo(dir)
+	if err != nil {
+		return fsError(rel, err)
+	}
+	for _, fi := range infos {
+		if len(l.entries) >= l.max {
+			l.truncated = true
+			return nil
+		}
+		name := fi.Name()
+		childRel := joinRel(rel, name)
+		l.entries = append(l.entries, map[string]any{
+			"path":     childRel,
+			"name":     name,
+			"type":     entryType(fi.Mode()),
+			"size":     fi.Size(),
+			"mod_time": fi.ModTime().UTC().Format(time.RFC3339Nano),
+		})
+		if !l.recursive || !fi.IsDir() || (name == ".git" && !l.includeGit) {
+			continue
+		}
+		if d, ok := deviceOf(fi); l.hasDev && ok && d != l.dev {
+			continue
+		}
+		// OpenRoot refuses a symlink that was swapped in since ReadDir
+		// when it leads outside dir, so a race cannot widen the walk.
+		sub, err := dir.OpenRoot(name)
+		if err != nil {
+			continue
+		}
+		if err := l.walk(sub, childRel); err != nil {
+			return err
+		}
+		if l.truncated {
+			return nil
+		}
+	}
+	return nil
+}
+
+// readDirInfo returns lstat information for every entry of dir, sorted by
+// name. Entries that vanish while being read are left out.
+func readDirInfo(dir *os.Root) ([]fs.FileInfo, error) {
+	f, err := dir.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	// A File opened through a Root answers DirEntry.Info with fstatat on
+	// its own descriptor, never with a path lookup from the process's
+	// working directory.
+	des, err := f.ReadDir(-1)
+	if err != nil && len(des) == 0 {
+		return nil, err
+	}
+	infos := make([]fs.FileInfo, 0, len(des))
+	for _, de := range des {
+		fi, err := de.Info()
+		if err != nil {
+			continue
+		}
+		infos = append(infos, fi)
+	}
+	slices.SortFunc(infos, func(a, b fs.FileInfo) int { return strings.Compare(a.Name(), b.Name()) })
+	return infos, nil
+}
+
+func joinRel(dir, name string) string {
+	if dir == "." || dir == "" {
+		return name
+	}
+	return dir + "/" + name
+}
+
+func isNotDir(err error) bool {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Err != nil && pe.Err.Error() == "not a directory" {
+		return true
+	}
+	return false
+}
+
+// pseudoFSOfRoot is pseudoFSOf for the directory a Root is open on.
+func pseudoFSOfRoot(r *os.Root) string {
+	f, err := r.Open(".")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	return pseudoFSOf(f)
+}
+
+// readFile implements workspace_read_file.
+//
+// Input: path (required); offset (first line returned, 0-based) and limit
+// (number of lines returned), both counted in LINES, not bytes. A line is
+// everything up to and including "\n"; a last line without "\n" counts.
+//
+// Without offset or limit, a file larger than Options.MaxFileBytes is
+// refused with too_large. With either, any file may be read; the content
+// returned is still capped at MaxFileBytes and cut at a line boundary when
+// possible (truncated is then true).
+//
+// Payload: {"path", "content": the selected lines verbatim ("" for binary
+// files), "sha256": hex SHA-256 of the whole file as read (always, even for
+// a range, so a later patch can be checked against it), "size": bytes in
+// the whole file, "lines": number of lines in the whole file, "offset" and
+// "limit": the range applied (limit 0 = to the end), "truncated": true when
+// content stops before the end of the file, "binary": true when a NUL byte
+// occurs in the first 8 KiB (content is then empty)}.
 func (w *Workspace) readFile(ctx context.Context, in map[string]any) (map[string]any, error) {
-	return nil, action.Errorf(action.CodeInternal, "workspace_read_file is not built yet")
+	p, ok, err := strArg(in, "path")
+	if err != nil {
+		return nil, err
+	}
+	if !ok || p == "" {
+		return nil, action.Errorf(action.CodeInvalidInput, "path is required")
+	}
+	_, hasOffset := in["offset"]
+	_, hasLimit := in["limit"]
+	offset, err := intArg(in, "offset", 0)
+	if err != nil {
+		return nil, err
+	}
+	limit, err := intArg(in, "limit", 0)
+	if err != nil {
+		return nil, err
+	}
+	if offset < 0 {
+		return nil, action.Errorf(action.CodeInvalidInput, "offset must be at least 0")
+	}
+	if hasLimit && limit < 1 {
+		return nil, action.Errorf(action.CodeInvalidInput, "limit must be at least 1")
+	}
+	ranged := (hasOffset && in["offset"] != nil) || (hasLimit && in["limit"] != nil)
+
+	rel, err := w.checkPath(p)
+	if err != nil {
+		return nil, err
+	}
+	f, fi, err := w.openFile(rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if !ranged && fi.Size() > w.opts.MaxFileBytes {
+		return nil, &action.Error{
+			Code:    action.CodeTooLarge,
+			Message: fmt.Sprintf("file %s has %d bytes, more than the %d allowed; read a range with offset and limit", quote(rel), fi.Size(), w.opts.MaxFileBytes),
+			Payload: map[string]any{"path": rel, "size": fi.Size(), "max_file_bytes": w.opts.MaxFileBytes},
+		}
+	}
+
+	res, err := readLines(ctx, f, offset, limit, w.opts.MaxFileBytes)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", quote(rel), err)
+	}
+	content := res.content
+	if res.binary {
+		content = ""
+	}
+	return map[string]any{
+		"path":      rel,
+		"content":   content,
+		"sha256":    res.sum,
+		"size":      res.size,
+		"lines":     res.lines,
+		"offset":    offset,
+		"limit":     limit,
+		"truncated": !res.binary && res.truncated,
+		"binary":    res.binary,
+	}, nil
+}
+
+type readResult struct {
+	content   string
+	sum       string
+	size      int64
+	lines     int64
+	truncated bool
+	binary    bool
+}
+
+// readLines streams r once: it hashes every byte, counts lines, sniffs for
+// binary content and keeps lines [offset, offset+limit) up to maxBytes of
+// content. limit 0 means to the end.
+func readLines(ctx context.Context, r io.Reader, offset, limit, maxBytes int64) (readResult, error) {
+	h := sha256.New()
+	br := bufio.NewReaderSize(io.TeeReader(r, h), 64<<10)
+	var (
+		res     readResult
+		content bytes.Buffer
+		sniffed int
+		line    int64
+	)
+	for {
+		if line%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return res, action.Errorf(action.CodeTimeout, "read interrupted: %v", err)
+			}
+		}
+		chunk, err := br.ReadSlice('\n')
+		if len(chunk) > 0 {
+			res.size += int64(len(chunk))
+			if sniffed < binarySniffBytes {
+				n := min(len(chunk), binarySniffBytes-sniffed)
+				if bytes.IndexByte(chunk[:n], 0) >= 0 {
+					res.binary = true
+				}
+				sniffed += n
+			}
+			inRange := line >= offset && (limit == 0 || line < offset+limit)
+			if inRange && !res.binary && !res.truncated {
+				room := maxBytes - int64(content.Len())
+				if int64(len(chunk)) <= room {
+					content.Write(chunk)
+				} else {
+					if content.Len() == 0 {
+						// A single line longer than the cap: return its
+						// head rather than nothing.
+						content.Write(chunk[:room])
+					}
+					res.truncated = true
+				}
+			} else if !inRange && line >= offset && !res.truncated {
+				res.truncated = true
+			}
+			if err == nil || err == io.EOF {
+				line++
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil && err != bufio.ErrBufferFull {
+			return res, err
+		}
+	}
+	res.lines = line
+	res.content = content.String()
+	res.sum = hex.EncodeToString(h.Sum(nil))
+	return res, nil
 }
