@@ -1,0 +1,195 @@
+package patch_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/harness-runtime/harness/workspace/patch"
+	"github.com/harness-runtime/harness/workspace/patch/internal/corpus"
+)
+
+const corpusSize = 220
+
+func loadCorpus(t testing.TB) []corpus.Case {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cases, err := corpus.Build(ctx, corpusSize, 42)
+	if errors.Is(err, corpus.ErrUnavailable) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cases
+}
+
+var headerNumRE = regexp.MustCompile(`^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@`)
+
+// perturbations model the mistakes models make in diffs.
+var perturbations = []struct {
+	name string
+	fn   func(diff string, rng *rand.Rand) string
+}{
+	{"exact", func(d string, _ *rand.Rand) string { return d }},
+	{"shifted-lines", func(d string, rng *rand.Rand) string {
+		k := 3 + rng.IntN(18)
+		if rng.IntN(2) == 0 {
+			k = -k
+		}
+		return mapLines(d, func(l string) string {
+			m := headerNumRE.FindStringSubmatch(l)
+			if m == nil {
+				return l
+			}
+			o, _ := strconv.Atoi(m[1])
+			n, _ := strconv.Atoi(m[3])
+			return fmt.Sprintf("@@ -%d%s +%d%s @@", max(1, o+k), m[2], max(1, n+k), m[4]) + l[len(m[0]):]
+		})
+	}},
+	{"context-trailing-ws-stripped", func(d string, _ *rand.Rand) string {
+		return mapLines(d, func(l string) string {
+			if strings.HasPrefix(l, " ") {
+				return strings.TrimRight(l, " \t")
+			}
+			return l
+		})
+	}},
+	{"no-line-numbers", func(d string, _ *rand.Rand) string {
+		return mapLines(d, func(l string) string {
+			if strings.HasPrefix(l, "@@ ") {
+				return "@@ @@"
+			}
+			return l
+		})
+	}},
+	{"wrong-path-prefixes", func(d string, rng *rand.Rand) string {
+		style := rng.IntN(3)
+		return mapLines(d, func(l string) string {
+			switch {
+			case strings.HasPrefix(l, "--- a/"):
+				if style == 1 {
+					return "--- b/" + l[6:]
+				}
+				return "--- " + l[6:]
+			case strings.HasPrefix(l, "+++ b/"):
+				if style == 2 {
+					return "+++ " + l[6:]
+				}
+				if style == 1 {
+					return "+++ a/" + l[6:]
+				}
+				return "+++ " + l[6:]
+			}
+			return l
+		})
+	}},
+}
+
+func mapLines(d string, fn func(string) string) string {
+	lines := strings.Split(d, "\n")
+	for i, l := range lines {
+		lines[i] = fn(l)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// corpusFS answers Resolve's stat for a tree that holds the corpus files.
+func corpusFS(cases []corpus.Case) func(string) patch.Kind {
+	kinds := map[string]patch.Kind{}
+	for _, c := range cases {
+		kinds[c.Name] = patch.Regular
+		for d := path.Dir(c.Name); d != "."; d = path.Dir(d) {
+			kinds[d] = patch.Dir
+		}
+	}
+	return func(name string) patch.Kind { return kinds[name] }
+}
+
+type tally struct{ ok, ambiguous, refused, wrong int }
+
+func applyCase(c corpus.Case, diff string, stat func(string) patch.Kind, opts patch.Options) (got []byte, err error) {
+	p, err := patch.Parse(diff)
+	if err != nil {
+		return nil, err
+	}
+	if err := patch.Resolve(p, -1, stat); err != nil {
+		return nil, err
+	}
+	if len(p.Files) != 1 || p.Files[0].Path != c.Name {
+		return nil, fmt.Errorf("resolved %d files, first %q", len(p.Files), p.Files[0].Path)
+	}
+	r, err := patch.Apply(c.Old, p.Files[0].Hunks, opts)
+	if err != nil {
+		return nil, err
+	}
+	return r.Content, nil
+}
+
+// TestCorpusGoSource applies diff -u output for random edits of Go source
+// files, exact and perturbed the way models perturb them. It requires no
+// result that differs from the intended file, at least 95% applied for
+// every variant, every exact diff applied or refused as ambiguous (its
+// hunk's lines occur verbatim at several places: the stated line alone
+// does not decide), and every exact diff applied when line numbers are
+// trusted.
+func TestCorpusGoSource(t *testing.T) {
+	cases := loadCorpus(t)
+	stat := corpusFS(cases)
+	type variant struct {
+		name string
+		fn   func(string, *rand.Rand) string
+		opts patch.Options
+	}
+	var variants []variant
+	for _, pt := range perturbations {
+		variants = append(variants, variant{pt.name, pt.fn, patch.Options{}})
+	}
+	variants = append(variants, variant{"exact+trust-line-numbers", perturbations[0].fn, patch.Options{TrustLineNumbers: true}})
+	var summary []string
+	for _, v := range variants {
+		var tl tally
+		for i, c := range cases {
+			rng := rand.New(rand.NewPCG(7, uint64(i)))
+			got, err := applyCase(c, v.fn(c.Diff, rng), stat, v.opts)
+			switch {
+			case errors.Is(err, patch.ErrAmbiguous):
+				tl.ambiguous++
+			case err != nil:
+				tl.refused++
+				t.Logf("%s %s: refused: %v", v.name, c.Name, err)
+			case !bytes.Equal(got, c.New):
+				tl.wrong++
+				t.Errorf("%s %s: WRONG result", v.name, c.Name)
+			default:
+				tl.ok++
+			}
+		}
+		rate := float64(tl.ok) / float64(len(cases))
+		line := fmt.Sprintf("%s %d/%d (%.1f%%, ambiguous %d, refused %d, wrong %d)", v.name, tl.ok, len(cases), 100*rate, tl.ambiguous, tl.refused, tl.wrong)
+		summary = append(summary, line)
+		t.Logf("corpus %s", line)
+		if rate < 0.95 {
+			t.Errorf("%s: success rate %.1f%% < 95%%", v.name, 100*rate)
+		}
+		if tl.wrong != 0 {
+			t.Errorf("%s: %d wrong results", v.name, tl.wrong)
+		}
+		if strings.HasPrefix(v.name, "exact") && tl.ok+tl.ambiguous != len(cases) {
+			t.Errorf("%s: %d exact diffs refused for a reason other than ambiguity", v.name, tl.refused)
+		}
+		if v.opts.TrustLineNumbers && tl.ok != len(cases) {
+			t.Errorf("%s: %d of %d exact diffs did not apply with trusted line numbers", v.name, len(cases)-tl.ok, len(cases))
+		}
+	}
+	t.Logf("corpus summary: %s", strings.Join(summary, "; "))
+}
