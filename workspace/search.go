@@ -1,11 +1,709 @@
 package workspace
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"os"
+	"regexp"
+	"regexp/syntax"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/harness-runtime/harness/action"
 )
 
+const (
+	defaultMaxResults = 100
+	// maxQueryBytes bounds the query; RE2 compiles in linear time but a
+	// megabyte pattern is never a real search.
+	maxQueryBytes = 4096
+	// maxLineText is how much of a matching line a result carries.
+	maxLineText = 240
+	// searchBufSize is the initial read buffer per worker; it grows for
+	// longer lines up to searchMaxLine, beyond which a line is searched in
+	// pieces (a match straddling two pieces is missed, line numbers stay
+	// right).
+	searchBufSize = 64 << 10
+	searchMaxLine = 4 << 20
+	// maxIgnoreFileBytes bounds a .gitignore read during a search.
+	maxIgnoreFileBytes = 1 << 20
+)
+
+// searchText implements workspace_search_text.
+//
+// Input: query (required); regex (RE2 syntax, so matching time is linear
+// in the input: no catastrophic backtracking); case_insensitive; path (a
+// directory or one file, default the root); glob (gitignore-style: without
+// "/" it matches the file name, with "/" the root-relative path; "**"
+// spans directories); max_results (default 100).
+//
+// Matching is per line: a match never spans a newline ("\s" and "[^x]"
+// do not match "\n", "^" and "$" match at line boundaries). The walk skips
+// .git directories, paths ignored by .gitignore files (from the root down
+// to each directory; no global excludes), symlinks (never followed),
+// directories on other devices, special files, and binary files (NUL in
+// the first 8 KiB). An explicitly named file is searched even if ignored.
+// It stops after Options.MaxSearchFiles files or max_results matches.
+//
+// Payload: {"query", "matches": [{"path": root-relative, "line": 1-based,
+// "column": 1-based byte offset of the match in the line, "text": the
+// line, at most 240 bytes around the match}], "files_searched": files
+// opened and scanned, "truncated": true when the file cap or max_results
+// cut the search short}. Matches are ordered by path (depth first, names in
+// byte order), then line; for a given tree and input they are the same on
+// every run, though files_searched may vary when results are truncated.
 func (w *Workspace) searchText(ctx context.Context, in map[string]any) (map[string]any, error) {
-	return nil, action.Errorf(action.CodeInternal, "workspace_search_text is not built yet")
+	q, err := parseSearchInput(in)
+	if err != nil {
+		return nil, err
+	}
+	m, err := newMatcher(q.query, q.regex, q.caseInsensitive)
+	if err != nil {
+		return nil, err
+	}
+	rel, err := w.checkPath(q.path)
+	if err != nil {
+		return nil, err
+	}
+	s := &search{
+		ctx:        ctx,
+		w:          w,
+		m:          m,
+		glob:       q.glob,
+		maxResults: q.maxResults,
+		maxFiles:   w.opts.MaxSearchFiles,
+	}
+	if err := s.run(rel); err != nil {
+		return nil, err
+	}
+	matches := make([]any, len(s.matches))
+	for i, mt := range s.matches {
+		matches[i] = map[string]any{"path": mt.path, "line": mt.line, "column": mt.column, "text": mt.text}
+	}
+	return map[string]any{
+		"query":          q.query,
+		"matches":        matches,
+		"files_searched": s.filesSearched.Load(),
+		"truncated":      s.truncated,
+	}, nil
+}
+
+type searchInput struct {
+	query           string
+	path            string
+	regex           bool
+	caseInsensitive bool
+	glob            *globPattern
+	maxResults      int
+}
+
+func parseSearchInput(in map[string]any) (searchInput, error) {
+	var q searchInput
+	var ok bool
+	var err error
+	if q.query, ok, err = strArg(in, "query"); err != nil {
+		return q, err
+	}
+	if !ok || q.query == "" {
+		return q, action.Errorf(action.CodeInvalidInput, "query is required and must not be empty")
+	}
+	if len(q.query) > maxQueryBytes {
+		return q, action.Errorf(action.CodeInvalidInput, "query is longer than %d bytes", maxQueryBytes)
+	}
+	if q.path, _, err = strArg(in, "path"); err != nil {
+		return q, err
+	}
+	if q.regex, err = boolArg(in, "regex", false); err != nil {
+		return q, err
+	}
+	if q.caseInsensitive, err = boolArg(in, "case_insensitive", false); err != nil {
+		return q, err
+	}
+	glob, _, err := strArg(in, "glob")
+	if err != nil {
+		return q, err
+	}
+	if glob != "" {
+		if strings.IndexByte(glob, 0) >= 0 || len(glob) > maxPathBytes {
+			return q, action.Errorf(action.CodeInvalidInput, "glob is not a valid pattern")
+		}
+		g, err := compileGlob(glob)
+		if err != nil {
+			return q, action.Errorf(action.CodeInvalidInput, "glob: %v", err)
+		}
+		q.glob = &g
+	}
+	n, err := intArg(in, "max_results", defaultMaxResults)
+	if err != nil {
+		return q, err
+	}
+	if n < 1 {
+		return q, action.Errorf(action.CodeInvalidInput, "max_results must be at least 1")
+	}
+	q.maxResults = int(min(n, 1<<31-1))
+	return q, nil
+}
+
+// matcher finds the next matching line. Exactly one of lit and re is the
+// primary test; req, when set with re, is a literal every match contains,
+// used to skip to candidate lines before running the regexp.
+type matcher struct {
+	lit []byte
+	re  *regexp.Regexp
+	req []byte
+}
+
+// newMatcher compiles the query. A regexp is rewritten so that it can
+// never match a newline, which makes searching a whole buffer equivalent
+// to searching line by line.
+func newMatcher(query string, isRegex, fold bool) (*matcher, error) {
+	if !isRegex && !fold {
+		return &matcher{lit: []byte(query)}, nil
+	}
+	pattern := query
+	if !isRegex {
+		pattern = regexp.QuoteMeta(query)
+	}
+	flags := syntax.Perl
+	if fold {
+		flags |= syntax.FoldCase
+	}
+	tree, err := syntax.Parse(pattern, flags)
+	if err != nil {
+		return nil, action.Errorf(action.CodeInvalidInput, "regex: %v", err)
+	}
+	tree = lineLocal(tree.Simplify())
+	if tree.Op == syntax.OpLiteral && tree.Flags&syntax.FoldCase == 0 {
+		return &matcher{lit: []byte(string(tree.Rune))}, nil
+	}
+	re, err := regexp.Compile(tree.String())
+	if err != nil {
+		return nil, action.Errorf(action.CodeInvalidInput, "regex: %v", err)
+	}
+	m := &matcher{re: re}
+	if req := requiredLiteral(tree); len(req) >= 2 {
+		m.req = req
+	}
+	return m, nil
+}
+
+// lineLocal rewrites t in place so that it matches within one line:
+// classes and "." lose "\n", literals containing "\n" can never match,
+// and text anchors become line anchors.
+func lineLocal(t *syntax.Regexp) *syntax.Regexp {
+	switch t.Op {
+	case syntax.OpAnyChar:
+		t.Op = syntax.OpAnyCharNotNL
+	case syntax.OpCharClass:
+		var out []rune
+		for i := 0; i+1 < len(t.Rune); i += 2 {
+			lo, hi := t.Rune[i], t.Rune[i+1]
+			if lo <= '\n' && '\n' <= hi {
+				if lo < '\n' {
+					out = append(out, lo, '\n'-1)
+				}
+				if hi > '\n' {
+					out = append(out, '\n'+1, hi)
+				}
+				continue
+			}
+			out = append(out, lo, hi)
+		}
+		if len(out) == 0 {
+			return &syntax.Regexp{Op: syntax.OpNoMatch}
+		}
+		t.Rune = out
+	case syntax.OpLiteral:
+		for _, r := range t.Rune {
+			if r == '\n' {
+				return &syntax.Regexp{Op: syntax.OpNoMatch}
+			}
+		}
+	case syntax.OpBeginText:
+		t.Op = syntax.OpBeginLine
+	case syntax.OpEndText:
+		t.Op = syntax.OpEndLine
+		t.Flags &^= syntax.WasDollar
+	}
+	for i, sub := range t.Sub {
+		t.Sub[i] = lineLocal(sub)
+	}
+	return t
+}
+
+// requiredLiteral returns a case-sensitive literal that every match of t
+// contains, the longest it can find cheaply, or nil.
+func requiredLiteral(t *syntax.Regexp) []byte {
+	switch t.Op {
+	case syntax.OpLiteral:
+		if t.Flags&syntax.FoldCase != 0 {
+			return nil
+		}
+		return []byte(string(t.Rune))
+	case syntax.OpCapture, syntax.OpPlus:
+		return requiredLiteral(t.Sub[0])
+	case syntax.OpRepeat:
+		if t.Min >= 1 {
+			return requiredLiteral(t.Sub[0])
+		}
+	case syntax.OpConcat:
+		var best []byte
+		for _, sub := range t.Sub {
+			if l := requiredLiteral(sub); len(l) > len(best) {
+				best = l
+			}
+		}
+		return best
+	}
+	return nil
+}
+
+// next returns the position of the first match in buf[from:], where from
+// is the start of a line and buf ends at a line boundary.
+func (m *matcher) next(buf []byte, from int) (int, bool) {
+	if m.re == nil {
+		i := bytes.Index(buf[from:], m.lit)
+		return from + i, i >= 0
+	}
+	if m.req == nil {
+		loc := m.re.FindIndex(buf[from:])
+		if loc == nil {
+			return 0, false
+		}
+		return from + loc[0], true
+	}
+	for from < len(buf) {
+		i := bytes.Index(buf[from:], m.req)
+		if i < 0 {
+			return 0, false
+		}
+		ls, le := lineBounds(buf, from+i)
+		if loc := m.re.FindIndex(buf[ls:le]); loc != nil {
+			return ls + loc[0], true
+		}
+		from = le + 1
+	}
+	return 0, false
+}
+
+// lineBounds returns the start of the line holding buf[pos] and the index
+// of its terminating "\n" (or len(buf)).
+func lineBounds(buf []byte, pos int) (int, int) {
+	ls := bytes.LastIndexByte(buf[:pos], '\n') + 1
+	le := bytes.IndexByte(buf[pos:], '\n')
+	if le < 0 {
+		return ls, len(buf)
+	}
+	return ls, pos + le
+}
+
+type match struct {
+	path   string
+	line   int
+	column int
+	text   string
+}
+
+// search is one workspace_search_text run: a walker goroutine lists
+// directories depth first in byte order and numbers the files it queues;
+// GOMAXPROCS workers scan them; the caller's goroutine collects results in
+// file order and stops everything once the files before it hold
+// max_results matches, so the answer does not depend on scheduling.
+type search struct {
+	ctx        context.Context
+	w          *Workspace
+	m          *matcher
+	glob       *globPattern
+	maxResults int
+	maxFiles   int
+
+	dev    uint64
+	hasDev bool
+
+	filesSearched atomic.Int64
+	filesCapped   atomic.Bool  // the walk stopped at maxFiles
+	total         atomic.Int64 // files queued by a walk that ran to its end, else -1
+	matches       []match
+	truncated     bool
+}
+
+// dirHandle is a directory opened as its own root, shared by the files
+// queued from it and closed when the last of them is done.
+type dirHandle struct {
+	root *os.Root
+	refs atomic.Int32
+}
+
+func (d *dirHandle) release() {
+	if d.refs.Add(-1) == 0 {
+		d.root.Close()
+	}
+}
+
+type searchJob struct {
+	seq  int
+	dir  *dirHandle
+	name string
+	rel  string
+}
+
+type searchResult struct {
+	seq     int
+	matches []match
+}
+
+func (s *search) run(rel string) error {
+	fi, err := s.w.root.Stat(rel)
+	if err != nil {
+		return fsError(rel, err)
+	}
+	s.dev, s.hasDev = deviceOf(fi)
+
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+
+	workers := max(1, runtime.GOMAXPROCS(0))
+	jobs := make(chan searchJob, 4*workers)
+	results := make(chan searchResult, 4*workers)
+	s.total.Store(-1)
+
+	if fi.IsDir() {
+		dir, err := s.w.root.OpenRoot(rel)
+		if err != nil {
+			return fsError(rel, err)
+		}
+		if name := pseudoFSOfRoot(dir); name != "" {
+			dir.Close()
+			return action.Errorf(action.CodeInvalidInput, "path %s is on the %s pseudo file system, which is never served", quote(rel), name)
+		}
+		ignores := s.ancestorIgnores(rel)
+		go func() {
+			defer close(jobs)
+			seq := 0
+			if !s.walk(ctx, dir, rel, ignores, jobs, &seq) {
+				s.total.Store(int64(seq))
+			}
+		}()
+	} else {
+		// One named file: checked like a read (symlinks followed only
+		// inside the root, special files refused), then scanned from a
+		// handle on its parent directory like any walked file.
+		f, _, err := s.w.openFile(rel)
+		if err != nil {
+			return err
+		}
+		f.Close()
+		parent, name := splitParent(rel)
+		dir, err := s.w.root.OpenRoot(parent)
+		if err != nil {
+			return fsError(rel, err)
+		}
+		h := &dirHandle{root: dir}
+		h.refs.Store(1)
+		jobs <- searchJob{seq: 0, dir: h, name: name, rel: rel}
+		close(jobs)
+		s.total.Store(1)
+	}
+
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sc := &scanner{m: s.m, buf: make([]byte, searchBufSize), limit: s.maxResults}
+			for job := range jobs {
+				if ctx.Err() != nil {
+					job.dir.release()
+					continue
+				}
+				ms, scanned := sc.scanFile(ctx, job)
+				if scanned {
+					s.filesSearched.Add(1)
+				}
+				results <- searchResult{seq: job.seq, matches: ms}
+			}
+		}()
+	}
+	go func() {
+		wg.Wait()
+		close(results)
+	}()
+
+	// Collect in file order: a file's matches count only once every file
+	// queued before it is done, so which matches fill max_results does
+	// not depend on which worker ran first.
+	pending := make(map[int][]match)
+	frontier := 0
+	full := false
+	for r := range results {
+		if full {
+			continue
+		}
+		pending[r.seq] = r.matches
+		for !full {
+			ms, ok := pending[frontier]
+			if !ok {
+				break
+			}
+			delete(pending, frontier)
+			frontier++
+			s.matches = append(s.matches, ms...)
+			if len(s.matches) >= s.maxResults {
+				full = true
+				cancel()
+			}
+		}
+	}
+	if err := s.ctx.Err(); err != nil {
+		return action.Errorf(action.CodeTimeout, "search interrupted: %v", err)
+	}
+	if len(s.matches) > s.maxResults {
+		s.matches = s.matches[:s.maxResults]
+		s.truncated = true
+	}
+	if s.filesCapped.Load() {
+		s.truncated = true
+	}
+	if full && int64(frontier) != s.total.Load() {
+		// Stopped on max_results with files left (or the walk cut short).
+		s.truncated = true
+	}
+	return nil
+}
+
+// ancestorIgnores loads the .gitignore files of every directory from the
+// root down to rel's parent, so that a search of a sub-directory honours
+// the same rules as a search from the root.
+func (s *search) ancestorIgnores(rel string) ignoreStack {
+	if rel == "." {
+		return nil
+	}
+	var stack ignoreStack
+	dir := "."
+	parts := strings.Split(rel, "/")
+	for i := range parts {
+		if f := readIgnoreFile(s.w.root, dir, joinRel(dir, ".gitignore")); f != nil {
+			stack = append(stack, f)
+		}
+		dir = strings.Join(parts[:i+1], "/")
+	}
+	return stack
+}
+
+// readIgnoreFile reads and parses the .gitignore at name (relative to
+// root) for the directory base, or returns nil when there is none usable.
+func readIgnoreFile(root *os.Root, base, name string) *ignoreFile {
+	f, fi, err := openRegular(root, name)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if fi.Size() > maxIgnoreFileBytes {
+		return nil
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxIgnoreFileBytes))
+	if err != nil {
+		return nil
+	}
+	return parseGitignore(base, data)
+}
+
+func splitParent(rel string) (string, string) {
+	i := strings.LastIndexByte(rel, '/')
+	if i < 0 {
+		return ".", rel
+	}
+	return rel[:i], rel[i+1:]
+}
+
+// walk queues the files of dir (root-relative rel) and recurses into its
+// sub-directories. It takes ownership of dir. It reports whether it was
+// cut short (cancelled, or the file cap reached).
+func (s *search) walk(ctx context.Context, dir *os.Root, rel string, ignores ignoreStack, jobs chan<- searchJob, seq *int) (cut bool) {
+	h := &dirHandle{root: dir}
+	h.refs.Store(1)
+	defer h.release()
+	if ctx.Err() != nil {
+		return true
+	}
+	infos, err := readDirInfo(dir)
+	if err != nil {
+		return false // unreadable directory: skipped, as ripgrep does
+	}
+	for _, fi := range infos {
+		if fi.Name() == ".gitignore" && fi.Mode().IsRegular() {
+			if f := readIgnoreFile(dir, rel, ".gitignore"); f != nil {
+				ignores = append(ignores[:len(ignores):len(ignores)], f)
+			}
+			break
+		}
+	}
+	for _, fi := range infos {
+		if ctx.Err() != nil {
+			return true
+		}
+		name := fi.Name()
+		childRel := joinRel(rel, name)
+		mode := fi.Mode()
+		switch {
+		case mode.IsDir():
+			if name == ".git" || ignores.ignored(childRel, true) {
+				continue
+			}
+			if d, ok := deviceOf(fi); s.hasDev && ok && d != s.dev {
+				continue
+			}
+			sub, err := dir.OpenRoot(name)
+			if err != nil {
+				continue
+			}
+			if s.walk(ctx, sub, childRel, ignores, jobs, seq) {
+				return true
+			}
+		case mode.IsRegular():
+			if ignores.ignored(childRel, false) {
+				continue
+			}
+			if s.glob != nil && !s.glob.match(childRel, false) {
+				continue
+			}
+			if *seq >= s.maxFiles {
+				s.filesCapped.Store(true)
+				return true
+			}
+			h.refs.Add(1)
+			select {
+			case jobs <- searchJob{seq: *seq, dir: h, name: name, rel: childRel}:
+				*seq++
+			case <-ctx.Done():
+				h.release()
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// scanner is one worker's state: its read buffer is reused across files.
+type scanner struct {
+	m     *matcher
+	buf   []byte
+	limit int
+}
+
+// scanFile searches one queued file and releases its directory handle.
+// scanned is false when the file could not be opened, is not a regular
+// file, or is binary.
+func (sc *scanner) scanFile(ctx context.Context, job searchJob) (ms []match, scanned bool) {
+	f, err := job.dir.root.OpenFile(job.name, openFlags, 0)
+	job.dir.release()
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil, false
+	}
+	ms, binary, _ := sc.scan(ctx, f, fi.Size(), job.rel)
+	return ms, !binary
+}
+
+// scan streams r through the buffer, a region of whole lines at a time,
+// and returns up to sc.limit matches. size is the length fstat reported
+// at open: reading stops there, which saves a read per file (a file that
+// grows meanwhile is searched as it was).
+func (sc *scanner) scan(ctx context.Context, r io.Reader, size int64, rel string) (ms []match, binary bool, err error) {
+	buf := sc.buf
+	n := 0          // bytes held in buf
+	lineNo := 1     // line number of buf[0]
+	var total int64 // bytes read so far
+	first := true
+	eof := size == 0
+	for n > 0 || !eof {
+		if ctx.Err() != nil {
+			return ms, false, ctx.Err()
+		}
+		if n == len(buf) && len(buf) < searchMaxLine {
+			nb := make([]byte, 2*len(buf))
+			copy(nb, buf[:n])
+			buf = nb
+			sc.buf = nb
+		}
+		for n < len(buf) && !eof {
+			k, rerr := r.Read(buf[n:])
+			n += k
+			total += int64(k)
+			switch {
+			case rerr == io.EOF, rerr == nil && k == 0:
+				eof = true
+			case rerr != nil:
+				return ms, false, rerr
+			case size >= 0 && total >= size:
+				eof = true
+			}
+		}
+		if first {
+			first = false
+			if bytes.IndexByte(buf[:min(n, binarySniffBytes)], 0) >= 0 {
+				return nil, true, nil
+			}
+		}
+		end := n
+		if !eof {
+			end = bytes.LastIndexByte(buf[:n], '\n') + 1
+			if end == 0 {
+				if len(buf) < searchMaxLine {
+					continue // grow and read more of this line
+				}
+				end = n // a line longer than the cap: searched in pieces
+			}
+		}
+		region := buf[:end]
+		counted := 0
+		from := 0
+		for from < len(region) {
+			pos, ok := sc.m.next(region, from)
+			if !ok || (pos == len(region) && region[pos-1] == '\n') {
+				// An empty match after the last "\n" is at the start of
+				// the next region's first line, not on a line of this one.
+				break
+			}
+			ls, le := lineBounds(region, pos)
+			lineNo += bytes.Count(region[counted:ls], newline)
+			counted = ls
+			ms = append(ms, match{path: rel, line: lineNo, column: pos - ls + 1, text: lineText(region[ls:le], pos-ls)})
+			if len(ms) >= sc.limit {
+				return ms, false, nil
+			}
+			from = le + 1
+		}
+		lineNo += bytes.Count(region[counted:], newline)
+		n = copy(buf, buf[end:n])
+	}
+	return ms, false, nil
+}
+
+var newline = []byte{'\n'}
+
+// lineText returns the line for a result: without its "\r", valid UTF-8,
+// and at most maxLineText bytes, taken around col when the line is longer.
+func lineText(line []byte, col int) string {
+	line = bytes.TrimSuffix(line, []byte{'\r'})
+	if len(line) > maxLineText {
+		start := max(0, min(col-maxLineText/4, len(line)-maxLineText))
+		for start > 0 && !utf8.RuneStart(line[start]) {
+			start--
+		}
+		end := min(len(line), start+maxLineText)
+		for end < len(line) && end > start && !utf8.RuneStart(line[end]) {
+			end--
+		}
+		line = line[start:end]
+	}
+	return strings.ToValidUTF8(string(line), "\uFFFD")
 }

@@ -1,0 +1,268 @@
+package workspace
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/harness-runtime/harness/action"
+)
+
+var searchTree = map[string]string{
+	"a.go":              "package a\n\nfunc Hello() {}\n// hello again\n",
+	"b.txt":             "nothing here\nHello, world\n",
+	"sub/c.go":          "package sub\nvar x = \"Hello\"\n",
+	"sub/deep/d.md":     "# Hello\n",
+	"bin.dat":           "Hello\x00binary\n",
+	".gitignore":        "ignored.txt\nbuild/\n*.log\n!keep.log\n",
+	"ignored.txt":       "Hello ignored\n",
+	"build/out.go":      "Hello build\n",
+	"x.log":             "Hello log\n",
+	"keep.log":          "Hello kept\n",
+	"sub/.gitignore":    "deep/\n",
+	".git/config":       "Hello git\n",
+	".hidden/h.txt":     "Hello hidden\n",
+	"noeol.txt":         "first\nlast Hello",
+	"crlf.txt":          "one\r\nHello\r\n",
+	"unicode.txt":       "héllo Hello\n",
+	"anchors.txt":       "Hello start\nend Hello\n\nHello\n",
+	"multi.txt":         "Hello Hello\nHello\n",
+	"other/e.txt":       "hello lower\n",
+	"other/f.go":        "HELLO upper\n",
+	"other/nested/g.go": "x Hello\n",
+}
+
+func TestSearchText(t *testing.T) {
+	f := newFixture(t, DefaultOptions(), searchTree)
+	cases := []struct {
+		name string
+		in   map[string]any
+		want []string
+	}{
+		{"literal respects gitignore, skips git and binary", map[string]any{"query": "Hello"}, []string{
+			".hidden/h.txt:1:1", "a.go:3:6", "anchors.txt:1:1", "anchors.txt:2:5", "anchors.txt:4:1",
+			"b.txt:2:1", "crlf.txt:2:1", "keep.log:1:1", "multi.txt:1:1", "multi.txt:2:1", "noeol.txt:2:6",
+			"other/nested/g.go:1:3", "sub/c.go:2:10", "unicode.txt:1:8"}},
+		{"case insensitive literal", map[string]any{"query": "hello", "case_insensitive": true, "path": "other"},
+			[]string{"other/e.txt:1:1", "other/f.go:1:1", "other/nested/g.go:1:3"}},
+		{"case sensitive literal", map[string]any{"query": "hello", "path": "other"}, []string{"other/e.txt:1:1"}},
+		{"sub path", map[string]any{"query": "Hello", "path": "sub"}, []string{"sub/c.go:2:10"}},
+		{"sub path honours parent gitignore", map[string]any{"query": "Hello", "path": "build/.."},
+			[]string{".hidden/h.txt:1:1", "a.go:3:6", "anchors.txt:1:1", "anchors.txt:2:5", "anchors.txt:4:1",
+				"b.txt:2:1", "crlf.txt:2:1", "keep.log:1:1", "multi.txt:1:1", "multi.txt:2:1", "noeol.txt:2:6",
+				"other/nested/g.go:1:3", "sub/c.go:2:10", "unicode.txt:1:8"}},
+		{"named ignored file is searched", map[string]any{"query": "Hello", "path": "ignored.txt"}, []string{"ignored.txt:1:1"}},
+		{"glob on name", map[string]any{"query": "Hello", "glob": "*.go"}, []string{"a.go:3:6", "other/nested/g.go:1:3", "sub/c.go:2:10"}},
+		{"glob on path with doublestar", map[string]any{"query": "Hello", "glob": "other/**/*.go"}, []string{"other/nested/g.go:1:3"}},
+		{"regex anchors are per line", map[string]any{"query": "^Hello$", "regex": true, "path": "anchors.txt"}, []string{"anchors.txt:4:1"}},
+		{"regex end anchor", map[string]any{"query": `Hello\z`, "regex": true, "path": "anchors.txt"}, []string{"anchors.txt:2:5", "anchors.txt:4:1"}},
+		{"regex class never spans lines", map[string]any{"query": `nothing here\sHello`, "regex": true}, nil},
+		{"regex dot never spans lines", map[string]any{"query": `here.Hello`, "regex": true}, nil},
+		{"regex with inner literal", map[string]any{"query": `\w+ Hello`, "regex": true, "path": "other"}, []string{"other/nested/g.go:1:1"}},
+		{"regex alternation", map[string]any{"query": `lower|upper`, "regex": true, "path": "other"}, []string{"other/e.txt:1:7", "other/f.go:1:7"}},
+		{"regex case insensitive", map[string]any{"query": `^h.llo`, "regex": true, "case_insensitive": true, "path": "other"},
+			[]string{"other/e.txt:1:1", "other/f.go:1:1"}},
+		{"empty line regex", map[string]any{"query": `^$`, "regex": true, "path": "anchors.txt"}, []string{"anchors.txt:3:1"}},
+		{"max results", map[string]any{"query": "Hello", "max_results": 3}, []string{".hidden/h.txt:1:1", "a.go:3:6", "anchors.txt:1:1"}},
+		{"one match per line", map[string]any{"query": "Hello", "path": "multi.txt"}, []string{"multi.txt:1:1", "multi.txt:2:1"}},
+		{"regex metacharacters literal", map[string]any{"query": "a.b", "path": "other"}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out := f.mustRun(t, "workspace_search_text", tc.in)
+			if got := matchKeys(out); !slices.Equal(got, tc.want) {
+				t.Fatalf("matches = %q\nwant      %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSearchTextPayload(t *testing.T) {
+	f := newFixture(t, DefaultOptions(), map[string]string{
+		"long.txt": strings.Repeat("a", 1000) + "NEEDLE" + strings.Repeat("b", 1000) + "\n",
+		"crlf.txt": "x NEEDLE\r\n",
+	})
+	out := f.mustRun(t, "workspace_search_text", map[string]any{"query": "NEEDLE"})
+	ms := out["matches"].([]any)
+	if len(ms) != 2 {
+		t.Fatalf("matches = %v", ms)
+	}
+	crlf := ms[0].(map[string]any)
+	if crlf["text"] != "x NEEDLE" {
+		t.Errorf("crlf text = %q", crlf["text"])
+	}
+	long := ms[1].(map[string]any)
+	text := long["text"].(string)
+	if len(text) > maxLineText || !strings.Contains(text, "NEEDLE") {
+		t.Errorf("long line text (%d bytes) = %q", len(text), text)
+	}
+	if long["column"] != 1001 {
+		t.Errorf("column = %v, want 1001", long["column"])
+	}
+	if out["query"] != "NEEDLE" || out["files_searched"] != int64(2) || out["truncated"] != false {
+		t.Errorf("payload = %v", out)
+	}
+}
+
+func TestSearchTextTruncation(t *testing.T) {
+	files := map[string]string{}
+	for i := range 30 {
+		files[fmt.Sprintf("f%02d.txt", i)] = "match\nmatch\n"
+	}
+	cases := []struct {
+		name      string
+		maxFiles  int
+		in        map[string]any
+		matches   int
+		truncated bool
+		searched  int64
+	}{
+		{"no cap hit", 100, map[string]any{"query": "match", "max_results": 1000}, 60, false, 30},
+		{"max results", 100, map[string]any{"query": "match", "max_results": 5}, 5, true, -1},
+		{"max results exactly all", 100, map[string]any{"query": "match", "max_results": 60}, 60, false, 30},
+		{"file cap", 10, map[string]any{"query": "match", "max_results": 1000}, 20, true, 10},
+		{"file cap equal to count", 30, map[string]any{"query": "match", "max_results": 1000}, 60, false, 30},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := DefaultOptions()
+			opts.MaxSearchFiles = tc.maxFiles
+			f := newFixture(t, opts, files)
+			for range 3 { // deterministic across runs
+				out := f.mustRun(t, "workspace_search_text", tc.in)
+				keys := matchKeys(out)
+				if len(keys) != tc.matches || out["truncated"] != tc.truncated {
+					t.Fatalf("got %d matches, truncated %v; want %d, %v", len(keys), out["truncated"], tc.matches, tc.truncated)
+				}
+				if tc.searched >= 0 && out["files_searched"] != tc.searched {
+					t.Fatalf("files_searched = %v, want %d", out["files_searched"], tc.searched)
+				}
+				if !slices.IsSorted(keys) {
+					t.Fatalf("matches out of order: %q", keys)
+				}
+				if len(keys) > 0 && keys[0] != "f00.txt:1:1" {
+					t.Fatalf("first match %q, want the first file's", keys[0])
+				}
+			}
+		})
+	}
+}
+
+func TestSearchTextErrors(t *testing.T) {
+	f := newFixture(t, DefaultOptions(), searchTree)
+	cases := []struct {
+		name string
+		in   map[string]any
+		code action.Code
+	}{
+		{"no query", map[string]any{}, action.CodeInvalidInput},
+		{"empty query", map[string]any{"query": ""}, action.CodeInvalidInput},
+		{"bad regex", map[string]any{"query": "(", "regex": true}, action.CodeInvalidInput},
+		{"huge repeat", map[string]any{"query": "a{2000}", "regex": true}, action.CodeInvalidInput},
+		{"long query", map[string]any{"query": strings.Repeat("q", maxQueryBytes+1)}, action.CodeInvalidInput},
+		{"bad glob", map[string]any{"query": "x", "glob": "[a"}, action.CodeInvalidInput},
+		{"zero max results", map[string]any{"query": "x", "max_results": 0}, action.CodeInvalidInput},
+		{"missing path", map[string]any{"query": "x", "path": "nope"}, action.CodeNotFound},
+		{"path outside", map[string]any{"query": "x", "path": "../outside"}, action.CodePathOutsideRoot},
+		{"binary named file is skipped not refused", map[string]any{"query": "x", "path": "bin.dat"}, action.CodeNone},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := f.run(t, "workspace_search_text", tc.in)
+			if got := codeOf(err); got != tc.code {
+				t.Fatalf("code = %q (%v), want %q", got, err, tc.code)
+			}
+		})
+	}
+}
+
+// TestSearchTextLongLines checks lines longer than the read buffer and
+// matches that straddle buffer refills.
+func TestSearchTextLongLines(t *testing.T) {
+	var b strings.Builder
+	for i := range 20000 {
+		fmt.Fprintf(&b, "line %d filler filler filler\n", i)
+	}
+	b.WriteString(strings.Repeat("z", 3*searchBufSize) + "TARGET\n")
+	b.WriteString("after TARGET\n")
+	f := newFixture(t, DefaultOptions(), map[string]string{"big.txt": b.String()})
+	out := f.mustRun(t, "workspace_search_text", map[string]any{"query": "TARGET"})
+	want := []string{fmt.Sprintf("big.txt:20001:%d", 3*searchBufSize+1), "big.txt:20002:7"}
+	if got := matchKeys(out); !slices.Equal(got, want) {
+		t.Fatalf("matches = %q, want %q", got, want)
+	}
+	out = f.mustRun(t, "workspace_search_text", map[string]any{"query": `line 1999[0-9] `, "regex": true})
+	if got := len(matchKeys(out)); got != 10 {
+		t.Fatalf("regex matches = %d, want 10", got)
+	}
+	out = f.mustRun(t, "workspace_search_text", map[string]any{"query": `^line 1234 `, "regex": true})
+	if got := matchKeys(out); !slices.Equal(got, []string{"big.txt:1235:1"}) {
+		t.Fatalf("anchored regex matches = %q", got)
+	}
+}
+
+func TestSearchTextSkipsSymlinksAndSpecialFiles(t *testing.T) {
+	f := newFixture(t, DefaultOptions(), map[string]string{"real/a.txt": "needle\n"})
+	if err := os.Symlink("real", filepath.Join(f.root, "linkdir")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("real/a.txt", filepath.Join(f.root, "linkfile")); err != nil {
+		t.Fatal(err)
+	}
+	if err := mkfifo(filepath.Join(f.root, "fifo")); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	out := f.mustRun(t, "workspace_search_text", map[string]any{"query": "needle"})
+	if got := matchKeys(out); !slices.Equal(got, []string{"real/a.txt:1:1"}) {
+		t.Fatalf("matches = %q", got)
+	}
+}
+
+func TestGitignoreRules(t *testing.T) {
+	ig := ignoreStack{parseGitignore(".", []byte("# comment\n*.o\n/top.txt\ndocs/*.md\n!docs/keep.md\nout/\n**/gen/**\nsp\\ \n\\#hash\n")),
+		parseGitignore("sub", []byte("!*.o\nlocal\n"))}
+	cases := []struct {
+		name  string
+		path  string
+		isDir bool
+		want  bool
+	}{
+		{"base name anywhere", "a/b/x.o", false, true},
+		{"anchored at base", "top.txt", false, true},
+		{"anchored not deeper", "a/top.txt", false, false},
+		{"path glob", "docs/a.md", false, true},
+		{"path glob one level only", "docs/x/a.md", false, false},
+		{"negation", "docs/keep.md", false, false},
+		{"dir only matches dir", "out", true, true},
+		{"dir only skips file", "out", false, false},
+		{"double star", "x/gen/y/z.go", false, true},
+		{"escaped trailing space", "sp ", false, true},
+		{"escaped hash", "#hash", false, true},
+		{"comment is not a pattern", "# comment", false, false},
+		{"deeper file overrides", "sub/x.o", false, false},
+		{"deeper file own rule", "sub/q/local", false, true},
+		{"deeper rule not applied above", "local", false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ig.ignored(tc.path, tc.isDir); got != tc.want {
+				t.Fatalf("ignored(%q) = %v, want %v", tc.path, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestMatchSegsHostilePattern(t *testing.T) {
+	pat := strings.Split(strings.Repeat("**/", 200)+"z", "/")
+	names := strings.Split(strings.Repeat("a/", 300)+"y", "/")
+	if matchSegs(pat, names) {
+		t.Fatal("matched")
+	}
+	names[len(names)-1] = "z"
+	if !matchSegs(pat, names) {
+		t.Fatal("did not match")
+	}
+}
