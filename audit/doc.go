@@ -1,0 +1,60 @@
+// Package audit is Harness's append-only, hash-chained audit log (SPEC
+// section 6) and its verifier.
+//
+// Every record carries a sequence number, the hash of the record before it
+// and its own hash, so that an edited, removed or reordered record is found
+// by VerifyJSONL, VerifyPostgres or `harness audit verify`:
+//
+//	{"seq":1,"time":"2026-11-21T23:05:00.123456789Z","instance":"host-a",
+//	 "prev_hash":"000…000","event":{…},"hash":"…"}
+//
+// hash is the hex SHA-256 of action.Canonical of the record without its
+// "hash" key; prev_hash of the first record is 64 zeros. A record is stored
+// as exactly one line of text in the fixed key order shown above, with the
+// event in canonical JSON (see Record.MarshalJSON), and the verifier insists
+// on that exact text, so any change of any byte of a log is detected, even
+// one that would leave the decoded values equal.
+//
+// Two stores write the same records: JSONL (a local file, one record per
+// line) and Postgres (one append-only table, one chain per instance). Both
+// are safe for concurrent use by many goroutines. Open picks one from a
+// configured target.
+//
+// # Durability and failing closed
+//
+// Append with durable=true returns only after the record is on stable
+// storage (fsync for JSONL, a synchronous commit for Postgres); callers use
+// it for trusted actions and must not run the action when Append returns an
+// error. With durable=false the record has been handed to the operating
+// system (JSONL) or committed without waiting for the WAL flush (Postgres),
+// so a machine crash may lose the last few records, never corrupt earlier
+// ones. After a failed write or fsync a JSONL log refuses every further
+// Append until it is reopened, because the file's tail is then unknown.
+//
+// # Torn last line
+//
+// A crash in the middle of a write can leave a last line without its
+// newline. Such a line is never silently accepted:
+//
+//   - the verifiers report it as the first bad record (naming its line and
+//     the seq that was expected there);
+//   - OpenJSONL repairs it: it copies the torn bytes to a file beside the
+//     log named "<log>.torn-<unix nanoseconds>" (mode 0600, fsync'd), then
+//     writes over the torn bytes a chain record whose event is
+//     {"kind":"audit_torn_tail","bytes":N,"sha256":"<hex of the dropped
+//     bytes>","saved_to":"<name of that file>"}, and continues the chain.
+//     The log thus states in the chain itself that bytes were dropped and
+//     where they went.
+//
+// If the last complete line is not a valid record, OpenJSONL refuses to
+// open the log instead of guessing where the chain goes on.
+//
+// # What the chain does not prove
+//
+// A hash chain without an outside anchor cannot show that whole records
+// were removed from its end, nor stop someone who can rewrite the whole
+// file from recomputing every hash. Report.LastSeq and Report.LastHash are
+// the head to record elsewhere (a ticket, another system's log) when that
+// matters. The Postgres table refuses UPDATE, DELETE and TRUNCATE with
+// triggers, which a superuser can still disable.
+package audit

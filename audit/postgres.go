@@ -1,0 +1,378 @@
+package audit
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/harness-runtime/harness/action"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// DefaultTable is the Postgres table audit records go to by default.
+const DefaultTable = "harness_audit"
+
+// TableParam is the DSN parameter that names the table
+// (postgres://…/db?harness_audit_table=name); it is removed before the DSN
+// reaches the server.
+const TableParam = "harness_audit_table"
+
+var tableName = regexp.MustCompile(`^([a-z_][a-z0-9_]{0,62}\.)?[a-z_][a-z0-9_]{0,62}$`)
+
+// Postgres is an audit log in a PostgreSQL table shared by many replicas:
+// one chain per instance, rows keyed by (instance, seq). Each row keeps the
+// record's exact text in the column "record", which is what is verified;
+// the other columns are for queries.
+//
+// A *Postgres holds one connection, serialises its appends on it and
+// reconnects after the connection breaks. Appends from
+// several processes that share an instance name cannot fork the chain: the
+// primary key admits one row per seq, and a writer that loses the race
+// reads the new head and tries again. The table refuses UPDATE, DELETE and
+// TRUNCATE with triggers; that stops mistakes and ordinary roles, not a
+// superuser, who can disable triggers (the verifier then finds the change).
+type Postgres struct {
+	mu       sync.Mutex
+	cc       *pgx.ConnConfig
+	conn     *pgx.Conn // reopened by connect after it broke
+	table    string    // as configured
+	ident    string    // quoted for SQL
+	instance string
+	now      func() time.Time
+	seq      uint64 // head of this instance's chain, when known
+	prev     string
+	stale    bool // head must be read again before the next append
+	closed   bool
+}
+
+var _ Log = (*Postgres)(nil)
+
+// pgConfig parses dsn and takes the table name out of it: from the
+// TableParam parameter, else the WithTable option, else DefaultTable.
+func pgConfig(dsn string, cfg config) (*pgx.ConnConfig, string, error) {
+	pc, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		// pgx's error quotes the DSN with its password masked.
+		return nil, "", fmt.Errorf("audit: postgres dsn: %w", err)
+	}
+	table := cfg.table
+	if t, ok := pc.RuntimeParams[TableParam]; ok {
+		table = t
+		delete(pc.RuntimeParams, TableParam)
+	}
+	if table == "" {
+		table = DefaultTable
+	}
+	if !tableName.MatchString(table) {
+		return nil, "", fmt.Errorf("audit: postgres table %q: want [schema.]name of lower-case letters, digits and _", table)
+	}
+	return pc, table, nil
+}
+
+func quoteTable(table string) string {
+	return pgx.Identifier(strings.Split(table, ".")).Sanitize()
+}
+
+// OpenPostgres connects to the database at dsn, creates the audit table and
+// its append-only triggers when they are missing, and continues the chain
+// of instance (DefaultInstance when empty). Creating the table needs the
+// CREATE privilege; a table that exists with its triggers only needs
+// SELECT and INSERT.
+func OpenPostgres(ctx context.Context, dsn, instance string, opts ...Option) (*Postgres, error) {
+	cfg := newConfig(opts)
+	if instance == "" {
+		instance = cfg.instance
+	}
+	if instance == "" {
+		instance = DefaultInstance()
+	}
+	pc, table, err := pgConfig(dsn, cfg)
+	if err != nil {
+		return nil, err
+	}
+	p := &Postgres{cc: pc, table: table, ident: quoteTable(table), instance: instance, now: cfg.now, stale: true}
+	if err := p.connect(ctx); err != nil {
+		return nil, err
+	}
+	if err := p.ensureTable(ctx); err != nil {
+		p.conn.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	if err := p.loadHead(ctx); err != nil {
+		p.conn.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return p, nil
+}
+
+// connect (re)opens the connection when there is none. Caller holds p.mu
+// or owns p.
+func (p *Postgres) connect(ctx context.Context) error {
+	if p.conn != nil && !p.conn.IsClosed() {
+		return nil
+	}
+	conn, err := pgx.ConnectConfig(ctx, p.cc)
+	if err != nil {
+		return fmt.Errorf("audit: postgres connect: %w", err)
+	}
+	p.conn, p.stale = conn, true
+	return nil
+}
+
+// ddlLockKey serialises schema setup between replicas that start at once;
+// CREATE … IF NOT EXISTS alone races on the catalog.
+var ddlLockKey = func() int64 {
+	sum := sha256.Sum256([]byte("github.com/harness-runtime/harness/audit ddl"))
+	return int64(binary.BigEndian.Uint64(sum[:8]))
+}()
+
+const (
+	triggerRows     = "harness_audit_no_update_delete"
+	triggerTruncate = "harness_audit_no_truncate"
+)
+
+func (p *Postgres) ready(ctx context.Context, q pgx.Tx) (bool, error) {
+	var n int
+	err := q.QueryRow(ctx, `SELECT count(*) FROM pg_trigger WHERE tgrelid = to_regclass($1) AND tgname IN ($2, $3)`,
+		p.table, triggerRows, triggerTruncate).Scan(&n)
+	return n == 2, err
+}
+
+func (p *Postgres) ensureTable(ctx context.Context) error {
+	err := pgx.BeginFunc(ctx, p.conn, func(tx pgx.Tx) error {
+		if ok, err := p.ready(ctx, tx); err != nil || ok {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, ddlLockKey); err != nil {
+			return err
+		}
+		fn := "harness_audit_append_only"
+		if i := strings.IndexByte(p.table, '.'); i >= 0 {
+			fn = p.table[:i] + "." + fn
+		}
+		fn = quoteTable(fn)
+		stmts := []string{
+			`CREATE TABLE IF NOT EXISTS ` + p.ident + ` (
+				instance text NOT NULL,
+				seq bigint NOT NULL CHECK (seq > 0),
+				time timestamptz NOT NULL,
+				hash text NOT NULL,
+				record text NOT NULL,
+				PRIMARY KEY (instance, seq))`,
+			`CREATE OR REPLACE FUNCTION ` + fn + `() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN
+				RAISE EXCEPTION 'audit table %.% is append-only: % refused', TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_OP
+					USING ERRCODE = 'insufficient_privilege';
+			END $$`,
+			`DROP TRIGGER IF EXISTS ` + triggerRows + ` ON ` + p.ident,
+			`CREATE TRIGGER ` + triggerRows + ` BEFORE UPDATE OR DELETE ON ` + p.ident +
+				` FOR EACH ROW EXECUTE FUNCTION ` + fn + `()`,
+			`DROP TRIGGER IF EXISTS ` + triggerTruncate + ` ON ` + p.ident,
+			`CREATE TRIGGER ` + triggerTruncate + ` BEFORE TRUNCATE ON ` + p.ident +
+				` FOR EACH STATEMENT EXECUTE FUNCTION ` + fn + `()`,
+		}
+		for _, s := range stmts {
+			if _, err := tx.Exec(ctx, s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("audit: create postgres table %s: %w", p.table, err)
+	}
+	return nil
+}
+
+// loadHead reads the last record of the chain. Caller holds p.mu or owns p.
+func (p *Postgres) loadHead(ctx context.Context) error {
+	var seq int64
+	var hash string
+	err := p.conn.QueryRow(ctx, `SELECT seq, hash FROM `+p.ident+` WHERE instance = $1 ORDER BY seq DESC LIMIT 1`,
+		p.instance).Scan(&seq, &hash)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		p.seq, p.prev = 0, ZeroHash
+	case err != nil:
+		return fmt.Errorf("audit: read head of chain %q in %s: %w", p.instance, p.table, err)
+	default:
+		p.seq, p.prev = uint64(seq), hash
+	}
+	p.stale = false
+	return nil
+}
+
+// The record is inserted by one statement in its own transaction. The
+// set_config in the CTE is local to that transaction and is read when it
+// commits: off lets a non-durable append return before the WAL flush; a
+// durable one turns an "off" inherited from the server or role back on.
+const (
+	insertFast = `WITH s AS (SELECT set_config('synchronous_commit', 'off', true) AS v)
+		INSERT INTO %s (instance, seq, time, hash, record) SELECT $1, $2, $3, $4, $5 FROM s WHERE s.v IS NOT NULL`
+	insertDurable = `WITH s AS (SELECT CASE WHEN current_setting('synchronous_commit') = 'off'
+			THEN set_config('synchronous_commit', 'on', true) ELSE 'kept' END AS v)
+		INSERT INTO %s (instance, seq, time, hash, record) SELECT $1, $2, $3, $4, $5 FROM s WHERE s.v IS NOT NULL`
+)
+
+// maxRaces bounds how often one append retries after other writers of the
+// same instance took the next seq.
+const maxRaces = 16
+
+// Append inserts event as the next record of the instance's chain. With
+// durable=true it returns after a synchronous commit; otherwise after a
+// commit that may not survive a database crash. The context bounds the
+// whole call.
+func (p *Postgres) Append(ctx context.Context, event any, durable bool) (Record, error) {
+	ev, err := action.Canonical(event)
+	if err != nil {
+		return Record{}, fmt.Errorf("audit append: event: %w", err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return Record{}, ErrClosed
+	}
+	q := fmt.Sprintf(insertFast, p.ident)
+	if durable {
+		q = fmt.Sprintf(insertDurable, p.ident)
+	}
+	for range maxRaces {
+		if err := p.connect(ctx); err != nil {
+			return Record{}, fmt.Errorf("audit append: %w", err)
+		}
+		if p.stale {
+			if err := p.loadHead(ctx); err != nil {
+				return Record{}, fmt.Errorf("audit append: %w", err)
+			}
+		}
+		rec, line, err := sealCanonical(p.seq+1, p.now(), p.instance, p.prev, ev)
+		if err != nil {
+			return Record{}, fmt.Errorf("audit append: %w", err)
+		}
+		tag, err := p.conn.Exec(ctx, q, p.instance, int64(rec.Seq), rec.Time, rec.Hash, string(line))
+		if err == nil && tag.RowsAffected() != 1 {
+			err = fmt.Errorf("inserted %d rows", tag.RowsAffected())
+		}
+		if err != nil {
+			// Whatever happened, the head may have moved (even a commit
+			// whose reply was lost): read it again next time.
+			p.stale = true
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) && pe.Code == "23505" { // unique_violation: another writer took this seq
+				continue
+			}
+			return Record{}, fmt.Errorf("audit append to %s (instance %q): %w", p.table, p.instance, err)
+		}
+		p.seq, p.prev = rec.Seq, rec.Hash
+		return rec, nil
+	}
+	return Record{}, fmt.Errorf("audit append to %s (instance %q): lost the race for the next seq %d times", p.table, p.instance, maxRaces)
+}
+
+// Instance returns the name of the chain this log appends to.
+func (p *Postgres) Instance() string { return p.instance }
+
+// Table returns the table this log appends to, as configured.
+func (p *Postgres) Table() string { return p.table }
+
+// Close closes the connection. Append after Close returns ErrClosed;
+// closing twice is not an error.
+func (p *Postgres) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
+	p.closed = true
+	if p.conn == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.conn.Close(ctx); err != nil {
+		return fmt.Errorf("audit close %s: %w", p.table, err)
+	}
+	return nil
+}
+
+// VerifyPostgres verifies the chain of instance in the audit table at dsn
+// (the table as for OpenPostgres), or every chain in the table when
+// instance is empty, stopping at the first bad record. Rows are read in
+// seq order and the text of each record is verified as VerifyJSONL does,
+// plus that the row's instance, seq and hash columns agree with it. The
+// error is only for a failure to read the table.
+func VerifyPostgres(ctx context.Context, dsn, instance string, opts ...Option) (Report, error) {
+	pc, table, err := pgConfig(dsn, newConfig(opts))
+	if err != nil {
+		return Report{}, err
+	}
+	conn, err := pgx.ConnectConfig(ctx, pc)
+	if err != nil {
+		return Report{}, fmt.Errorf("audit verify: postgres connect: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	ident := quoteTable(table)
+
+	instances := []string{instance}
+	if instance == "" {
+		rows, err := conn.Query(ctx, `SELECT DISTINCT instance FROM `+ident+` ORDER BY instance`)
+		if err == nil {
+			instances, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		}
+		if err != nil {
+			return Report{}, fmt.Errorf("audit verify: list instances in %s: %w", table, err)
+		}
+	}
+	total := Report{LastHash: ZeroHash}
+	for _, inst := range instances {
+		rep, err := verifyChain(ctx, conn, ident, inst)
+		total.Records += rep.Records
+		total.Chains++
+		total.Instance, total.LastSeq, total.LastHash = inst, rep.LastSeq, rep.LastHash
+		if err != nil {
+			return total, fmt.Errorf("audit verify: %s: %w", table, err)
+		}
+		if !rep.OK() {
+			total.FirstBad, total.Line, total.Problem, total.Reason = rep.FirstBad, rep.Line, rep.Problem, rep.Reason
+			return total, nil
+		}
+	}
+	if total.Chains != 1 {
+		total.Instance = ""
+	}
+	return total, nil
+}
+
+func verifyChain(ctx context.Context, conn *pgx.Conn, ident, instance string) (Report, error) {
+	rep := Report{Chains: 1, Instance: instance, LastHash: ZeroHash}
+	rows, err := conn.Query(ctx, `SELECT instance, seq, hash, record FROM `+ident+` WHERE instance = $1 ORDER BY seq`, instance)
+	if err != nil {
+		return rep, err
+	}
+	defer rows.Close()
+	c := newChain()
+	for rows.Next() {
+		var inst, hash, text string
+		var seq int64
+		if err := rows.Scan(&inst, &seq, &hash, &text); err != nil {
+			return rep, err
+		}
+		check := func(rec Record) *recordError {
+			if rec.Instance != inst || rec.Seq != uint64(seq) || rec.Hash != hash {
+				return badRecord(ProblemColumns, "seq %d: the row's instance, seq or hash columns differ from its record text", rec.Seq)
+			}
+			return nil
+		}
+		if !c.add([]byte(text), &rep, check) {
+			return rep, nil
+		}
+	}
+	return rep, rows.Err()
+}

@@ -1,0 +1,165 @@
+package audit
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Report is the result of verifying one or more chains.
+type Report struct {
+	// Records counts the records that verified, in order, before the
+	// first bad one (all of them when the chain is good).
+	Records int `json:"records"`
+	// FirstBad is the seq expected at the first bad record: the record
+	// that was edited, the first one missing, or the first out of order.
+	// 0 means the chain verified.
+	FirstBad uint64 `json:"first_bad,omitempty"`
+	// Line is the 1-based line (JSONL) or row of the chain ordered by
+	// seq (Postgres) where the first bad record is; 0 when none.
+	Line int `json:"line,omitempty"`
+	// Problem classifies the first bad record; ProblemNone when good.
+	Problem Problem `json:"problem,omitempty"`
+	// Reason says in words what is wrong with the first bad record.
+	Reason string `json:"reason,omitempty"`
+	// Instance is the chain the report is about in Postgres (the failed
+	// one when several were verified); empty for JSONL.
+	Instance string `json:"instance,omitempty"`
+	// Chains counts the chains verified (1 for JSONL).
+	Chains int `json:"chains"`
+	// LastSeq and LastHash are the head of the last chain verified, up to
+	// the last good record: the values to keep elsewhere to detect later
+	// removal of records from the end, which no chain can show by itself.
+	LastSeq  uint64 `json:"last_seq"`
+	LastHash string `json:"last_hash"`
+}
+
+// OK reports whether every record verified.
+func (r Report) OK() bool { return r.Problem == ProblemNone }
+
+// String is a one-line summary: "ok: N records, head seq S hash H" or
+// "bad: seq S (line L): reason".
+func (r Report) String() string {
+	if r.OK() {
+		s := fmt.Sprintf("ok: %d records, head seq %d hash %s", r.Records, r.LastSeq, r.LastHash)
+		if r.Chains > 1 {
+			s += fmt.Sprintf(" (last of %d chains)", r.Chains)
+		}
+		return s
+	}
+	where := fmt.Sprintf("line %d", r.Line)
+	if r.Instance != "" {
+		where = fmt.Sprintf("instance %q, row %d", r.Instance, r.Line)
+	}
+	return fmt.Sprintf("bad: seq %d (%s): %s: %s", r.FirstBad, where, r.Problem, r.Reason)
+}
+
+// chain checks records one after another against the links of the chain.
+type chain struct {
+	next  uint64
+	prev  string
+	line  int
+	count int
+}
+
+func newChain() *chain { return &chain{next: 1, prev: ZeroHash} }
+
+// fail fills rep for a bad record at the current line.
+func (c *chain) fail(rep *Report, p Problem, reason string) {
+	rep.FirstBad = c.next
+	rep.Line = c.line
+	rep.Problem = p
+	rep.Reason = reason
+}
+
+// add checks the next record text, and with check (when not nil) what the
+// store knows about it besides; on failure it fills rep and returns false.
+func (c *chain) add(text []byte, rep *Report, check func(Record) *recordError) bool {
+	c.line++
+	rec, bad := parseRecord(text)
+	if bad == nil && check != nil {
+		bad = check(rec)
+	}
+	if bad != nil {
+		c.fail(rep, bad.problem, bad.msg)
+		return false
+	}
+	if rec.Seq != c.next {
+		c.fail(rep, ProblemSeq, fmt.Sprintf("found seq %d where seq %d was expected (record deleted, inserted or reordered)", rec.Seq, c.next))
+		return false
+	}
+	if rec.PrevHash != c.prev {
+		c.fail(rep, ProblemPrevHash, fmt.Sprintf("seq %d: prev_hash is not the hash of seq %d (one of them was replaced)", rec.Seq, rec.Seq-1))
+		return false
+	}
+	c.next++
+	c.prev = rec.Hash
+	c.count++
+	rep.Records++
+	rep.LastSeq = rec.Seq
+	rep.LastHash = rec.Hash
+	return true
+}
+
+// VerifyJSONL reads a JSONL audit log to its end and verifies every record
+// and every link of the chain. A bad chain is a Report with OK() false,
+// naming the first bad record; the error is only for a failure to read r.
+// A last line without a newline is a bad record (ProblemTorn) even when it
+// holds a valid record.
+func VerifyJSONL(r io.Reader) (Report, error) {
+	rep := Report{Chains: 1, LastHash: ZeroHash}
+	c := newChain()
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		text, complete, tooLong, err := readLine(br, MaxRecordBytes)
+		if err != nil {
+			return rep, fmt.Errorf("audit verify: read line %d: %w", c.line+1, err)
+		}
+		if len(text) == 0 && !complete && !tooLong {
+			return rep, nil // clean end of input
+		}
+		if tooLong {
+			c.line++
+			c.fail(&rep, ProblemNotRecord, fmt.Sprintf("line longer than %d bytes", MaxRecordBytes))
+			return rep, nil
+		}
+		if !complete {
+			c.line++
+			c.fail(&rep, ProblemTorn, fmt.Sprintf("last line has no newline: a torn write of %d bytes", len(text)))
+			return rep, nil
+		}
+		if !c.add(text, &rep, nil) {
+			return rep, nil
+		}
+	}
+}
+
+// readLine reads one line without its newline. complete is false when the
+// input ended before a newline. A line longer than max is consumed but not
+// kept (tooLong), so memory stays bounded.
+func readLine(br *bufio.Reader, max int) (line []byte, complete, tooLong bool, err error) {
+	for {
+		frag, err := br.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(frag) > max+1 {
+				tooLong, line = true, nil
+			} else {
+				line = append(line, frag...)
+			}
+		}
+		switch {
+		case err == nil:
+			if !tooLong {
+				line = line[:len(line)-1]
+			}
+			return line, true, tooLong, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF):
+			return line, false, tooLong, nil
+		default:
+			return nil, false, false, err
+		}
+	}
+}
