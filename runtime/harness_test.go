@@ -263,7 +263,9 @@ func TestConcurrentExecute(t *testing.T) {
 	events := &collector{}
 	h.Subscribe(events)
 	if err := h.Register(Spec{Name: "echo", Input: json.RawMessage(`{"properties":{"n":{"type":"integer"}}}`)},
-		func(_ context.Context, in map[string]any) (map[string]any, error) { return map[string]any{"n": in["n"]}, nil }); err != nil {
+		func(_ context.Context, in map[string]any) (map[string]any, error) {
+			return map[string]any{"n": in["n"]}, nil
+		}); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
