@@ -2,13 +2,578 @@ package workspace
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
 
 	"github.com/harness-runtime/harness/action"
 )
 
+// CommandPlan is what workspace_run_shell runs for one command string,
+// computed without running anything. The trusted-preview flow shows it
+// before a command is confirmed. Run never takes a plan from outside: it
+// plans the command string again, so a plan cannot be edited into running
+// something else, and files changed since the preview are checked anew.
+type CommandPlan struct {
+	// Command is the command string as given.
+	Command string
+	// Argv is the command split into words by Tokenize.
+	Argv []string
+	// Program is the absolute path of Argv[0], resolved once per process
+	// on the service's PATH.
+	Program string
+	// ExecArgv is the argument vector the program receives: Argv plus the
+	// options Harness adds to keep the program from running others (for
+	// git: --no-pager, --no-ext-diff, --no-textconv).
+	ExecArgv []string
+	// Dir is the working directory: the workspace root.
+	Dir string
+	// Env is the complete environment of the program. Nothing of the
+	// service's environment is in it except PATH's directories and LANG.
+	Env []string
+	// Timeout is the configured limit; a run may ask for less.
+	Timeout time.Duration
+	// MaxOutputBytes caps stdout and stderr, each.
+	MaxOutputBytes int
+	// Sandbox is SandboxLandlock or SandboxNone; SandboxNote says why
+	// when the sandbox is missing or partial.
+	Sandbox     string
+	SandboxNote string
+	// SandboxRead and SandboxWrite list the directories the program may
+	// read (and execute) and also write beneath, when Sandbox is landlock.
+	SandboxRead  []string
+	SandboxWrite []string
+	// NoNetwork reports that TCP bind and connect are denied.
+	NoNetwork bool
+
+	helper  string
+	policy  sandboxPolicy
+	private string // per-root private directory (TMPDIR, caches)
+}
+
+// Preview returns the plan as JSON-ready data for a trusted preview.
+func (p CommandPlan) Preview() map[string]any {
+	m := map[string]any{
+		"command":          p.Command,
+		"argv":             p.Argv,
+		"exec_argv":        p.ExecArgv,
+		"program":          p.Program,
+		"dir":              p.Dir,
+		"timeout_seconds":  p.Timeout.Seconds(),
+		"max_output_bytes": p.MaxOutputBytes,
+		"sandbox":          p.Sandbox,
+		"no_network":       p.NoNetwork,
+	}
+	if p.SandboxNote != "" {
+		m["sandbox_note"] = p.SandboxNote
+	}
+	if p.Sandbox == SandboxLandlock {
+		m["sandbox_read"] = p.SandboxRead
+		m["sandbox_write"] = p.SandboxWrite
+	}
+	return m
+}
+
+// PlanCommand checks command and returns what workspace_run_shell would run,
+// without running it: the words (see Tokenize), the resolved program, the
+// working directory, the environment, the limits and the sandbox.
+//
+// The checks, in order: shell enabled (shell_disabled); tokenizer
+// (argument_not_allowed for shell metacharacters, invalid_input for
+// syntax); first word a bare name listed in AllowedCommands and installed
+// (command_not_allowed, not_found); per-command argument rules of
+// commandRules and path arguments inside the root (argument_not_allowed,
+// with the offending word in the message and in Payload["word"]); sandbox
+// available when required (internal).
+//
+// A plan does not freeze the file system: a path argument checked here is
+// checked again when Run plans the command anew.
+func (w *Workspace) PlanCommand(command string) (CommandPlan, error) {
+	if !w.opts.ShellEnabled {
+		return CommandPlan{}, action.Errorf(action.CodeShellDisabled, "workspace_run_shell is disabled (shell-enabled: false)")
+	}
+	words, err := Tokenize(command)
+	if err != nil {
+		return CommandPlan{}, err
+	}
+	name := words[0]
+	if strings.ContainsRune(name, '/') {
+		e := action.Errorf(action.CodeCommandNotAllowed, "command %q is a path; name an allowed command (%s)",
+			name, strings.Join(w.allowedCommands(), ", "))
+		e.Payload = map[string]any{"word": name}
+		return CommandPlan{}, e
+	}
+	if !slices.Contains(w.allowedCommands(), name) {
+		e := action.Errorf(action.CodeCommandNotAllowed, "command %q is not allowed (allowed: %s)",
+			name, strings.Join(w.allowedCommands(), ", "))
+		e.Payload = map[string]any{"word": name}
+		return CommandPlan{}, e
+	}
+	program, err := lookCommand(name)
+	if err != nil {
+		return CommandPlan{}, &action.Error{Code: action.CodeNotFound,
+			Message: fmt.Sprintf("command %q is allowed but not installed on this host", name), Err: err}
+	}
+	if name == "git" {
+		if err := w.checkGitDir(); err != nil {
+			return CommandPlan{}, err
+		}
+	}
+	tail, err := argChecker{w: w, cmd: name, gitS: w.allowedGitSubcommands()}.check(words[1:])
+	if err != nil {
+		return CommandPlan{}, err
+	}
+	execArgv := append([]string{name}, tail...)
+	if name == "git" {
+		execArgv = append([]string{"git", "--no-pager"}, tail...)
+	}
+	private, err := privateDir(w.rootPath)
+	if err != nil {
+		return CommandPlan{}, &action.Error{Code: action.CodeInternal, Message: "sandbox temp directory", Err: err}
+	}
+	plan := CommandPlan{
+		Command:        command,
+		Argv:           words,
+		Program:        program,
+		ExecArgv:       execArgv,
+		Dir:            w.rootPath,
+		Timeout:        w.opts.CommandTimeout,
+		MaxOutputBytes: w.opts.MaxCommandOutputBytes,
+		private:        private,
+	}
+	plan.Env = w.commandEnv(private, nil)
+	if err := w.planSandbox(&plan); err != nil {
+		return CommandPlan{}, err
+	}
+	return plan, nil
+}
+
+// runShell is workspace_run_shell: input command (string, required) and
+// timeout_seconds (integer >= 1, capped at the configured timeout).
 func (w *Workspace) runShell(ctx context.Context, in map[string]any) (map[string]any, error) {
 	if !w.opts.ShellEnabled {
-		return nil, action.Errorf(action.CodeShellDisabled, "shell is disabled")
+		return nil, action.Errorf(action.CodeShellDisabled, "workspace_run_shell is disabled (shell-enabled: false)")
 	}
-	return nil, action.Errorf(action.CodeInternal, "workspace_run_shell is not built yet")
+	command, ok, err := strArg(in, "command")
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, action.Errorf(action.CodeInvalidInput, "command is required")
+	}
+	secs, err := intArg(in, "timeout_seconds", 0)
+	if err != nil {
+		return nil, err
+	}
+	if _, given := in["timeout_seconds"]; given && secs < 1 {
+		return nil, action.Errorf(action.CodeInvalidInput, "timeout_seconds: want an integer >= 1")
+	}
+	plan, err := w.PlanCommand(command)
+	if err != nil {
+		return nil, err
+	}
+	if secs >= 1 && secs < int64(plan.Timeout/time.Second) {
+		plan.Timeout = time.Duration(secs) * time.Second
+	}
+	return w.runPlan(ctx, plan)
+}
+
+// runPlan runs a plan made by PlanCommand on this workspace. A command that
+// ran is a success whatever its exit code; the payload holds argv,
+// exit_code, stdout, stderr (each capped at MaxOutputBytes, with
+// stdout_truncated and stderr_truncated), duration_ms, sandbox and, when
+// set, sandbox_note. A command still running at the timeout is killed with
+// its whole process group and reported as code timeout with the partial
+// output as payload.
+func (w *Workspace) runPlan(ctx context.Context, plan CommandPlan) (map[string]any, error) {
+	if plan.Dir != w.rootPath || plan.Program == "" {
+		return nil, action.Errorf(action.CodeInternal, "command plan was not made by this workspace")
+	}
+	if plan.Argv[0] == "git" {
+		plan.Env = w.commandEnv(plan.private, w.gitDriverOverrides(ctx, plan))
+	}
+	res, err := w.execute(ctx, plan)
+	if err != nil {
+		return nil, err
+	}
+	payload := map[string]any{
+		"argv":             plan.Argv,
+		"exit_code":        res.exitCode,
+		"stdout":           res.stdout.String(),
+		"stderr":           res.stderr.String(),
+		"stdout_truncated": res.stdout.truncated,
+		"stderr_truncated": res.stderr.truncated,
+		"duration_ms":      float64(res.duration.Microseconds()) / 1000,
+		"sandbox":          plan.Sandbox,
+	}
+	if plan.SandboxNote != "" {
+		payload["sandbox_note"] = plan.SandboxNote
+	}
+	if res.timedOut {
+		return nil, &action.Error{
+			Code:    action.CodeTimeout,
+			Message: fmt.Sprintf("command timed out after %s and was killed with its process group", plan.Timeout),
+			Payload: payload,
+		}
+	}
+	return payload, nil
+}
+
+type execResult struct {
+	stdout, stderr *cappedBuffer
+	exitCode       int
+	duration       time.Duration
+	timedOut       bool
+}
+
+// execute starts the plan's program (through the sandbox helper when the
+// plan says landlock) in its own process group, with stdin on /dev/null,
+// and waits for it or for the timeout.
+func (w *Workspace) execute(ctx context.Context, plan CommandPlan) (execResult, error) {
+	res := execResult{
+		stdout: &cappedBuffer{max: plan.MaxOutputBytes},
+		stderr: &cappedBuffer{max: plan.MaxOutputBytes},
+	}
+	for _, d := range []string{"tmp", "gocache", "config"} {
+		if err := os.MkdirAll(filepath.Join(plan.private, d), 0o700); err != nil {
+			return res, &action.Error{Code: action.CodeInternal, Message: "sandbox temp directory", Err: err}
+		}
+	}
+	runCtx, cancel := context.WithTimeout(ctx, plan.Timeout)
+	defer cancel()
+
+	path, args := plan.Program, plan.ExecArgv
+	var status *os.File
+	var statusW *os.File
+	if plan.Sandbox == SandboxLandlock {
+		r, wr, err := os.Pipe()
+		if err != nil {
+			return res, &action.Error{Code: action.CodeInternal, Message: "sandbox status pipe", Err: err}
+		}
+		status, statusW = r, wr
+		defer status.Close()
+		p := plan.policy
+		p.StatusFD = 3 // the first of ExtraFiles
+		path = plan.helper
+		args = append([]string{plan.helper, SandboxCommand}, p.helperArgs(plan.Program, plan.ExecArgv)...)
+	}
+	cmd := exec.CommandContext(runCtx, path)
+	cmd.Args = args
+	cmd.Dir = plan.Dir
+	cmd.Env = plan.Env
+	cmd.Stdin = nil // /dev/null
+	cmd.Stdout = res.stdout
+	cmd.Stderr = res.stderr
+	if statusW != nil {
+		cmd.ExtraFiles = []*os.File{statusW}
+	}
+	setProcessGroup(cmd)
+	cmd.Cancel = func() error { return killProcessGroup(cmd.Process.Pid) }
+	// Grandchildren that keep stdout open must not hold Wait forever.
+	cmd.WaitDelay = 500 * time.Millisecond
+
+	start := time.Now()
+	err := cmd.Start()
+	if statusW != nil {
+		statusW.Close()
+	}
+	if err != nil {
+		return res, &action.Error{Code: action.CodeInternal, Message: fmt.Sprintf("start %s", plan.Argv[0]), Err: err}
+	}
+	var helperMsg []byte
+	var readDone sync.WaitGroup
+	if status != nil {
+		readDone.Go(func() { helperMsg, _ = io.ReadAll(io.LimitReader(status, 4096)) })
+	}
+	waitErr := cmd.Wait()
+	res.duration = time.Since(start)
+	// Whatever the command left behind in its group goes with it.
+	_ = killProcessGroup(cmd.Process.Pid)
+	readDone.Wait()
+
+	if len(helperMsg) > 0 {
+		return res, action.Errorf(action.CodeInternal, "the command did not run: %s", helperMsg)
+	}
+	res.exitCode = cmd.ProcessState.ExitCode()
+	switch {
+	case ctx.Err() != nil:
+		return res, &action.Error{Code: action.CodeTimeout, Message: "command canceled: " + ctx.Err().Error(), Err: ctx.Err()}
+	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
+		res.timedOut = true
+	case waitErr != nil && !errors.As(waitErr, new(*exec.ExitError)) && !errors.Is(waitErr, exec.ErrWaitDelay):
+		return res, &action.Error{Code: action.CodeInternal, Message: fmt.Sprintf("wait %s", plan.Argv[0]), Err: waitErr}
+	}
+	return res, nil
+}
+
+// cappedBuffer keeps the first max bytes written to it and counts the
+// rest as truncated. It never fails a write, so the program is never
+// stopped by a full pipe.
+type cappedBuffer struct {
+	buf       []byte
+	max       int
+	truncated bool
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	room := b.max - len(b.buf)
+	if room >= len(p) {
+		b.buf = append(b.buf, p...)
+		return len(p), nil
+	}
+	if room > 0 {
+		b.buf = append(b.buf, p[:room]...)
+	}
+	b.truncated = true
+	return len(p), nil
+}
+
+// String returns the captured bytes as valid UTF-8: a rune cut by the cap
+// is dropped, other invalid bytes become U+FFFD.
+func (b *cappedBuffer) String() string {
+	out := b.buf
+	if b.truncated {
+		for i := 0; i < utf8.UTFMax && len(out) > 0; i++ {
+			if r, size := utf8.DecodeLastRune(out); r != utf8.RuneError || size != 1 {
+				break
+			}
+			out = out[:len(out)-1]
+		}
+	}
+	return strings.ToValidUTF8(string(out), "\uFFFD")
+}
+
+func (w *Workspace) allowedCommands() []string {
+	if w.opts.AllowedCommands == nil {
+		return DefaultOptions().AllowedCommands
+	}
+	return w.opts.AllowedCommands
+}
+
+func (w *Workspace) allowedGitSubcommands() []string {
+	if w.opts.AllowedGitSubcommands == nil {
+		return DefaultOptions().AllowedGitSubcommands
+	}
+	return w.opts.AllowedGitSubcommands
+}
+
+// checkGitDir refuses git when .git is something other than a directory
+// inside the root: a gitdir file or a symlink can point git at a repository
+// (and its configuration) elsewhere.
+func (w *Workspace) checkGitDir() error {
+	fi, err := w.root.Lstat(".git")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil || !fi.IsDir() {
+		e := action.Errorf(action.CodeCommandNotAllowed, "git: .git in the workspace is not a plain directory; git would read a repository outside the root")
+		e.Payload = map[string]any{"word": "git"}
+		return e
+	}
+	return nil
+}
+
+// commandEnv is the whole environment of a command: nothing is inherited
+// from the service except the directories of PATH that hold the allowed
+// commands, and LANG.
+func (w *Workspace) commandEnv(private string, gitExtra [][2]string) []string {
+	lang := os.Getenv("LANG")
+	if lang == "" || strings.ContainsAny(lang, "\x00") {
+		lang = "C.UTF-8"
+	}
+	env := []string{
+		"PATH=" + strings.Join(w.commandPATH(), string(os.PathListSeparator)),
+		"HOME=" + w.rootPath,
+		"LANG=" + lang,
+		"TMPDIR=" + filepath.Join(private, "tmp"),
+		"XDG_CONFIG_HOME=" + filepath.Join(private, "config"),
+		"XDG_CACHE_HOME=" + filepath.Join(private, "cache"),
+		"GOCACHE=" + filepath.Join(private, "gocache"),
+		"GOMODCACHE=" + filepath.Join(private, "gomodcache"),
+		"GOPATH=" + filepath.Join(private, "gopath"),
+		"GOENV=off",
+		"GOTOOLCHAIN=local",
+		"GOPROXY=off",
+		"GOTELEMETRY=off",
+	}
+	return append(env, gitEnv(w.rootPath, gitExtra)...)
+}
+
+// commandPATH lists the directories of the allowed commands that are
+// installed, then the usual system directories.
+func (w *Workspace) commandPATH() []string {
+	var dirs []string
+	for _, name := range w.allowedCommands() {
+		if p, err := lookCommand(name); err == nil {
+			dirs = append(dirs, filepath.Dir(p))
+		}
+	}
+	dirs = append(dirs, "/usr/local/bin", "/usr/bin", "/bin")
+	out := dirs[:0]
+	for _, d := range dirs {
+		if !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// systemReadDirs are readable (and executable) inside the sandbox besides
+// the root: what dynamically linked programs, compilers and git need.
+// Home directories, /tmp, /var and /run are not among them, so secrets kept
+// there stay out of reach of the commands, even of the user's own code.
+var systemReadDirs = []string{
+	"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+	"/etc", "/opt", "/dev", "/proc", "/sys",
+}
+
+var noteLogged sync.Map // note -> struct{}
+
+// planSandbox decides how the plan is confined and fills its sandbox
+// fields. Required mode without Landlock or without a helper is an error:
+// the command never runs unconfined.
+func (w *Workspace) planSandbox(plan *CommandPlan) error {
+	plan.Sandbox = SandboxNone
+	mode := w.opts.Sandbox
+	if mode == SandboxOff {
+		plan.SandboxNote = "the OS sandbox is off by configuration"
+		return nil
+	}
+	bestEffort := mode == SandboxBestEffort // anything else fails closed as required
+	fail := func(note string, err error) error {
+		if !bestEffort {
+			return &action.Error{Code: action.CodeInternal, Message: "sandbox required: " + note, Err: err}
+		}
+		plan.SandboxNote = note + "; the command runs without an OS sandbox (sandbox: best-effort)"
+		if _, seen := noteLogged.LoadOrStore(plan.SandboxNote, struct{}{}); !seen {
+			slog.Warn("workspace: commands run without an OS sandbox", "reason", note)
+		}
+		return nil
+	}
+	abi := landlockABI()
+	if abi == 0 {
+		return fail("this kernel does not offer Landlock", nil)
+	}
+	helper, err := resolveHelper(w.opts.HelperPath)
+	if err != nil {
+		return fail("the sandbox helper cannot be found", err)
+	}
+	read := slices.Clone(systemReadDirs)
+	for _, name := range w.allowedCommands() {
+		p, err := lookCommand(name)
+		if err != nil {
+			continue
+		}
+		read = append(read, filepath.Dir(p))
+		if name == "go" {
+			read = append(read, filepath.Dir(filepath.Dir(p))) // GOROOT
+		}
+	}
+	plan.helper = helper
+	plan.policy = sandboxPolicy{
+		ReadDirs:   read,
+		WriteDirs:  []string{w.rootPath, plan.private},
+		WriteFiles: []string{"/dev/null"},
+		NoNet:      true,
+		BestEffort: bestEffort,
+	}
+	plan.Sandbox = SandboxLandlock
+	plan.SandboxRead = read
+	plan.SandboxWrite = plan.policy.WriteDirs
+	plan.NoNetwork = abi >= 4
+	if abi < 4 {
+		plan.SandboxNote = fmt.Sprintf("Landlock ABI %d cannot restrict the network", abi)
+	}
+	return nil
+}
+
+var (
+	lookMu    sync.Mutex
+	lookCache = map[string]lookResult{}
+)
+
+type lookResult struct {
+	path string
+	err  error
+}
+
+// lookCommand resolves a bare command name on the service's PATH once per
+// process (the first lookup wins, also when it failed) and returns an
+// absolute path with symlinks resolved.
+func lookCommand(name string) (string, error) {
+	lookMu.Lock()
+	defer lookMu.Unlock()
+	if r, ok := lookCache[name]; ok {
+		return r.path, r.err
+	}
+	p, err := exec.LookPath(name)
+	if err == nil {
+		p, err = filepath.Abs(p)
+	}
+	if err == nil {
+		p, err = filepath.EvalSymlinks(p)
+	}
+	lookCache[name] = lookResult{p, err}
+	return p, err
+}
+
+var helperCache sync.Map // configured HelperPath -> lookResult
+
+// resolveHelper resolves the sandbox helper once per configured path: the
+// configured one, or the running executable.
+func resolveHelper(configured string) (string, error) {
+	if r, ok := helperCache.Load(configured); ok {
+		return r.(lookResult).path, r.(lookResult).err
+	}
+	p := configured
+	var err error
+	if p == "" {
+		p, err = os.Executable()
+	}
+	if err == nil {
+		p, err = filepath.Abs(p)
+	}
+	if err == nil {
+		p, err = filepath.EvalSymlinks(p)
+	}
+	if err == nil {
+		var fi os.FileInfo
+		if fi, err = os.Stat(p); err == nil && (fi.IsDir() || fi.Mode().Perm()&0o111 == 0) {
+			err = fmt.Errorf("%s is not an executable file", p)
+		}
+	}
+	r, _ := helperCache.LoadOrStore(configured, lookResult{p, err})
+	return r.(lookResult).path, r.(lookResult).err
+}
+
+var (
+	privateBaseOnce = sync.OnceValues(func() (string, error) {
+		return os.MkdirTemp("", "harness-exec-")
+	})
+)
+
+// privateDir returns the private directory of a workspace root: TMPDIR and
+// the build caches of its commands live there, writable inside the
+// sandbox, shared by the commands of that root only. It lives under one
+// per-process directory in os.TempDir and is not removed when the
+// workspace closes.
+func privateDir(root string) (string, error) {
+	base, err := privateBaseOnce()
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(root))
+	return filepath.Join(base, hex.EncodeToString(sum[:8])), nil
 }
