@@ -13,7 +13,6 @@ import (
 
 	"github.com/harness-runtime/harness/action"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // DefaultTable is the Postgres table audit records go to by default.
@@ -32,10 +31,9 @@ var tableName = regexp.MustCompile(`^([a-z_][a-z0-9_]{0,62}\.)?[a-z_][a-z0-9_]{0
 // the other columns are for queries.
 //
 // A *Postgres holds one connection, serialises its appends on it and
-// reconnects after the connection breaks. Appends from
-// several processes that share an instance name cannot fork the chain: the
-// primary key admits one row per seq, and a writer that loses the race
-// reads the new head and tries again. The table refuses UPDATE, DELETE and
+// reconnects after the connection breaks. Processes that share an instance
+// name take turns on its chain (see Append), so they write one valid chain
+// between them; give each replica its own name to keep them apart. The table refuses UPDATE, DELETE and
 // TRUNCATE with triggers; that stops mistakes and ordinary roles, not a
 // superuser, who can disable triggers (the verifier then finds the change).
 type Postgres struct {
@@ -45,10 +43,8 @@ type Postgres struct {
 	table    string    // as configured
 	ident    string    // quoted for SQL
 	instance string
+	lockKey  int64 // advisory lock of this instance's chain
 	now      func() time.Time
-	seq      uint64 // head of this instance's chain, when known
-	prev     string
-	stale    bool // head must be read again before the next append
 	closed   bool
 }
 
@@ -97,15 +93,12 @@ func OpenPostgres(ctx context.Context, dsn, instance string, opts ...Option) (*P
 	if err != nil {
 		return nil, err
 	}
-	p := &Postgres{cc: pc, table: table, ident: quoteTable(table), instance: instance, now: cfg.now, stale: true}
+	p := &Postgres{cc: pc, table: table, ident: quoteTable(table), instance: instance, now: cfg.now,
+		lockKey: lockKey("chain", table, instance)}
 	if err := p.connect(ctx); err != nil {
 		return nil, err
 	}
 	if err := p.ensureTable(ctx); err != nil {
-		p.conn.Close(context.WithoutCancel(ctx))
-		return nil, err
-	}
-	if err := p.loadHead(ctx); err != nil {
 		p.conn.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
@@ -122,16 +115,19 @@ func (p *Postgres) connect(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("audit: postgres connect: %w", err)
 	}
-	p.conn, p.stale = conn, true
+	p.conn = conn
 	return nil
+}
+
+// lockKey names a Postgres advisory lock of this package.
+func lockKey(parts ...string) int64 {
+	sum := sha256.Sum256([]byte("github.com/harness-runtime/harness/audit\x00" + strings.Join(parts, "\x00")))
+	return int64(binary.BigEndian.Uint64(sum[:8]))
 }
 
 // ddlLockKey serialises schema setup between replicas that start at once;
 // CREATE … IF NOT EXISTS alone races on the catalog.
-var ddlLockKey = func() int64 {
-	sum := sha256.Sum256([]byte("github.com/harness-runtime/harness/audit ddl"))
-	return int64(binary.BigEndian.Uint64(sum[:8]))
-}()
+var ddlLockKey = lockKey("ddl")
 
 const (
 	triggerRows     = "harness_audit_no_update_delete"
@@ -191,44 +187,26 @@ func (p *Postgres) ensureTable(ctx context.Context) error {
 	return nil
 }
 
-// loadHead reads the last record of the chain. Caller holds p.mu or owns p.
-func (p *Postgres) loadHead(ctx context.Context) error {
-	var seq int64
-	var hash string
-	err := p.conn.QueryRow(ctx, `SELECT seq, hash FROM `+p.ident+` WHERE instance = $1 ORDER BY seq DESC LIMIT 1`,
-		p.instance).Scan(&seq, &hash)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		p.seq, p.prev = 0, ZeroHash
-	case err != nil:
-		return fmt.Errorf("audit: read head of chain %q in %s: %w", p.instance, p.table, err)
-	default:
-		p.seq, p.prev = uint64(seq), hash
-	}
-	p.stale = false
-	return nil
-}
-
-// The record is inserted by one statement in its own transaction. The
-// set_config in the CTE is local to that transaction and is read when it
-// commits: off lets a non-durable append return before the WAL flush; a
-// durable one turns an "off" inherited from the server or role back on.
+// syncCommit decides, for the append's transaction only, how it commits:
+// "off" lets a non-durable append return before the WAL flush; a durable
+// one turns an "off" inherited from the server or role back on and keeps
+// any stronger setting (local, remote_write, remote_apply).
 const (
-	insertFast = `WITH s AS (SELECT set_config('synchronous_commit', 'off', true) AS v)
-		INSERT INTO %s (instance, seq, time, hash, record) SELECT $1, $2, $3, $4, $5 FROM s WHERE s.v IS NOT NULL`
-	insertDurable = `WITH s AS (SELECT CASE WHEN current_setting('synchronous_commit') = 'off'
-			THEN set_config('synchronous_commit', 'on', true) ELSE 'kept' END AS v)
-		INSERT INTO %s (instance, seq, time, hash, record) SELECT $1, $2, $3, $4, $5 FROM s WHERE s.v IS NOT NULL`
+	syncCommitFast    = `SELECT set_config('synchronous_commit', 'off', true)`
+	syncCommitDurable = `SELECT CASE WHEN current_setting('synchronous_commit') = 'off'
+		THEN set_config('synchronous_commit', 'on', true) ELSE current_setting('synchronous_commit') END`
 )
-
-// maxRaces bounds how often one append retries after other writers of the
-// same instance took the next seq.
-const maxRaces = 16
 
 // Append inserts event as the next record of the instance's chain. With
 // durable=true it returns after a synchronous commit; otherwise after a
 // commit that may not survive a database crash. The context bounds the
-// whole call.
+// whole call. After a lost connection Append fails once and reconnects on
+// the next call.
+//
+// Each append is one transaction that takes a transaction-scoped advisory
+// lock on (table, instance), reads the chain's head and inserts the next
+// record, so writers of one instance in any number of processes take turns
+// and the chain never forks; the primary key (instance, seq) backs that up.
 func (p *Postgres) Append(ctx context.Context, event any, durable bool) (Record, error) {
 	ev, err := action.Canonical(event)
 	if err != nil {
@@ -239,41 +217,44 @@ func (p *Postgres) Append(ctx context.Context, event any, durable bool) (Record,
 	if p.closed {
 		return Record{}, ErrClosed
 	}
-	q := fmt.Sprintf(insertFast, p.ident)
+	if err := p.connect(ctx); err != nil {
+		return Record{}, fmt.Errorf("audit append: %w", err)
+	}
+	sc := syncCommitFast
 	if durable {
-		q = fmt.Sprintf(insertDurable, p.ident)
+		sc = syncCommitDurable
 	}
-	for range maxRaces {
-		if err := p.connect(ctx); err != nil {
-			return Record{}, fmt.Errorf("audit append: %w", err)
+	var rec Record
+	err = pgx.BeginFunc(ctx, p.conn, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		b.Queue(sc)
+		b.Queue(`SELECT pg_advisory_xact_lock($1)`, p.lockKey)
+		b.Queue(`SELECT seq, hash FROM `+p.ident+` WHERE instance = $1 ORDER BY seq DESC LIMIT 1`, p.instance)
+		br := tx.SendBatch(ctx, b)
+		_, err1 := br.Exec()
+		_, err2 := br.Exec()
+		var seq int64
+		hash := ZeroHash
+		err3 := br.QueryRow().Scan(&seq, &hash)
+		if errors.Is(err3, pgx.ErrNoRows) {
+			err3 = nil
 		}
-		if p.stale {
-			if err := p.loadHead(ctx); err != nil {
-				return Record{}, fmt.Errorf("audit append: %w", err)
-			}
+		if err := errors.Join(err1, err2, err3, br.Close()); err != nil {
+			return fmt.Errorf("read head: %w", err)
 		}
-		rec, line, err := sealCanonical(p.seq+1, p.now(), p.instance, p.prev, ev)
+		var line []byte
+		rec, line, err = sealCanonical(uint64(seq)+1, p.now(), p.instance, hash, ev)
 		if err != nil {
-			return Record{}, fmt.Errorf("audit append: %w", err)
+			return err
 		}
-		tag, err := p.conn.Exec(ctx, q, p.instance, int64(rec.Seq), rec.Time, rec.Hash, string(line))
-		if err == nil && tag.RowsAffected() != 1 {
-			err = fmt.Errorf("inserted %d rows", tag.RowsAffected())
-		}
-		if err != nil {
-			// Whatever happened, the head may have moved (even a commit
-			// whose reply was lost): read it again next time.
-			p.stale = true
-			var pe *pgconn.PgError
-			if errors.As(err, &pe) && pe.Code == "23505" { // unique_violation: another writer took this seq
-				continue
-			}
-			return Record{}, fmt.Errorf("audit append to %s (instance %q): %w", p.table, p.instance, err)
-		}
-		p.seq, p.prev = rec.Seq, rec.Hash
-		return rec, nil
+		_, err = tx.Exec(ctx, `INSERT INTO `+p.ident+` (instance, seq, time, hash, record) VALUES ($1, $2, $3, $4, $5)`,
+			p.instance, int64(rec.Seq), rec.Time, rec.Hash, string(line))
+		return err
+	})
+	if err != nil {
+		return Record{}, fmt.Errorf("audit append to %s (instance %q): %w", p.table, p.instance, err)
 	}
-	return Record{}, fmt.Errorf("audit append to %s (instance %q): lost the race for the next seq %d times", p.table, p.instance, maxRaces)
+	return rec, nil
 }
 
 // Instance returns the name of the chain this log appends to.
