@@ -1,15 +1,742 @@
 package workspace
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
 
 	"github.com/harness-runtime/harness/action"
+	"github.com/harness-runtime/harness/workspace/patch"
 )
 
+// maxPatchFileBytes bounds the size of a file a patch may read or write.
+// It is separate from Options.MaxFileBytes, which bounds what a read
+// returns to the model: patching a large file returns only a diff.
+const maxPatchFileBytes = 8 << 20
+
+// PatchPlan is a computed change to the workspace: what workspace_apply_patch
+// would write, computed without writing. It binds the change to the files as
+// they were read (SHA256Before), so that ApplyPlan can refuse with
+// stale_preview if any of them changed in between.
+type PatchPlan struct {
+	// Format is the syntax of the input: unified, git, envelope or content.
+	Format string
+	// Diff is a unified diff of the whole change (3 lines of context).
+	Diff  string
+	Files []PatchFile
+}
+
+// PatchFile is the change to one file of a PatchPlan.
+type PatchFile struct {
+	// Path is the root-relative slash path written (or deleted); OldPath is
+	// the source of a rename.
+	Path, OldPath string
+	// Op is modify, create, delete or rename.
+	Op string
+	// Stage is the most tolerant placement stage any hunk needed: exact,
+	// offset, whitespace or fuzzy.
+	Stage          string
+	Added, Removed int
+	// SHA256Before is the hex SHA-256 of the current content of the file
+	// read (OldPath for a rename), "" when it does not exist yet;
+	// SHA256After that of the content written, "" for a deletion.
+	SHA256Before, SHA256After string
+
+	before, after []byte
+	mode          fs.FileMode
+}
+
+// Payload renders the plan as the observation payload of SPEC's
+// workspace_propose_patch / workspace_apply_patch.
+func (p PatchPlan) Payload(applied bool) map[string]any {
+	files := make([]any, 0, len(p.Files))
+	for _, f := range p.Files {
+		m := map[string]any{
+			"path": f.Path, "op": f.Op, "added": f.Added, "removed": f.Removed, "stage": f.Stage,
+			"sha256_before": f.SHA256Before, "sha256_after": f.SHA256After,
+		}
+		if f.OldPath != "" {
+			m["old_path"] = f.OldPath
+		}
+		files = append(files, m)
+	}
+	return map[string]any{"format": p.Format, "diff": p.Diff, "files": files, "applied": applied}
+}
+
 func (w *Workspace) proposePatch(ctx context.Context, in map[string]any) (map[string]any, error) {
-	return nil, action.Errorf(action.CodeInternal, "workspace_propose_patch is not built yet")
+	plan, err := w.plan(ctx, in, false)
+	if err != nil {
+		return nil, err
+	}
+	return plan.Payload(false), nil
 }
 
 func (w *Workspace) applyPatch(ctx context.Context, in map[string]any) (map[string]any, error) {
-	return nil, action.Errorf(action.CodeInternal, "workspace_apply_patch is not built yet")
+	plan, err := w.plan(ctx, in, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.ApplyPlan(ctx, plan); err != nil {
+		return nil, err
+	}
+	return plan.Payload(true), nil
+}
+
+// PlanPatch computes what workspace_apply_patch would do with input in
+// (path, content, patch, expected_sha256, strip, fuzz), without writing:
+// the diff, and per file the operation, placement stage, line counts and
+// the SHA-256 of its current and new content. It applies the write rules
+// (write_disabled, protected paths), so a plan that PlanPatch returns is
+// one ApplyPlan may write. Failures carry codes: invalid_input,
+// path_outside_root, not_found, too_large, write_disabled, patch_failed,
+// stale_preview.
+func (w *Workspace) PlanPatch(ctx context.Context, in map[string]any) (PatchPlan, error) {
+	return w.plan(ctx, in, true)
+}
+
+type patchInput struct {
+	path, content, text, expected string
+	hasPath, hasContent, hasPatch  bool
+	strip                          int
+	opts                           patch.Options
+}
+
+func readPatchInput(in map[string]any) (patchInput, error) {
+	var pi patchInput
+	var err error
+	if pi.path, pi.hasPath, err = strArg(in, "path"); err != nil {
+		return pi, err
+	}
+	if pi.content, pi.hasContent, err = strArg(in, "content"); err != nil {
+		return pi, err
+	}
+	if pi.text, pi.hasPatch, err = strArg(in, "patch"); err != nil {
+		return pi, err
+	}
+	if pi.expected, _, err = strArg(in, "expected_sha256"); err != nil {
+		return pi, err
+	}
+	strip, err := intArg(in, "strip", -1)
+	if err != nil {
+		return pi, err
+	}
+	if _, given := in["strip"]; given && (strip < 0 || strip > 64) {
+		return pi, action.Errorf(action.CodeInvalidInput, "strip: want an integer from 0 to 64")
+	}
+	pi.strip = int(strip)
+	if v, ok := in["fuzz"]; ok && v != nil {
+		f, ok := number(v)
+		if !ok || math.IsNaN(f) || f < 0 || f > 1 {
+			return pi, action.Errorf(action.CodeInvalidInput, "fuzz: want a number from 0 to 1")
+		}
+		pi.opts.Fuzz = f
+		if f == 0 {
+			pi.opts.Fuzz = patch.MinFuzz
+		}
+	}
+	switch {
+	case pi.hasContent && pi.hasPatch:
+		return pi, action.Errorf(action.CodeInvalidInput, "give either content or patch, not both")
+	case !pi.hasContent && !pi.hasPatch:
+		return pi, action.Errorf(action.CodeInvalidInput, "give content (the whole new file) or patch")
+	case pi.hasContent && !pi.hasPath:
+		return pi, action.Errorf(action.CodeInvalidInput, "content needs a path")
+	case pi.expected != "" && !pi.hasPath:
+		return pi, action.Errorf(action.CodeInvalidInput, "expected_sha256 needs a path")
+	}
+	if pi.expected != "" {
+		pi.expected = strings.ToLower(pi.expected)
+		if b, err := hex.DecodeString(pi.expected); err != nil || len(b) != sha256.Size {
+			return pi, action.Errorf(action.CodeInvalidInput, "expected_sha256: want 64 hex digits")
+		}
+	}
+	if len(pi.content) > maxPatchFileBytes {
+		return pi, action.Errorf(action.CodeTooLarge, "content is larger than %d bytes", maxPatchFileBytes)
+	}
+	return pi, nil
+}
+
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, true
+	case float32:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	}
+	return 0, false
+}
+
+func sha256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// current is what a file looks like now.
+type current struct {
+	exists  bool
+	content []byte
+	mode    fs.FileMode
+}
+
+// checkTarget validates a root-relative path that a patch reads or writes:
+// the path rules (checkPath, or checkWritePath for writes), and no symlink
+// at it or at any of its parents: a patch never writes through a link.
+func (w *Workspace) checkTarget(rel string, write bool) (string, error) {
+	var err error
+	if write {
+		rel, err = w.checkWritePath(rel)
+	} else {
+		rel, err = w.checkPath(rel)
+	}
+	if err != nil {
+		return "", err
+	}
+	parts := strings.Split(rel, "/")
+	for i := range parts {
+		p := strings.Join(parts[:i+1], "/")
+		fi, err := w.root.Lstat(p)
+		if err != nil {
+			if isNotExist(err) {
+				break
+			}
+			return "", fsError(p, err)
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return "", action.Errorf(action.CodePathOutsideRoot, "path %s: %s is a symlink; patches never write through symlinks", quote(rel), quote(p))
+		}
+	}
+	return rel, nil
+}
+
+// readCurrent reads rel (already checked) if it exists.
+func (w *Workspace) readCurrent(rel string) (current, error) {
+	fi, err := w.root.Lstat(rel)
+	if err != nil {
+		if isNotExist(err) {
+			return current{}, nil
+		}
+		return current{}, fsError(rel, err)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return current{}, action.Errorf(action.CodePathOutsideRoot, "path %s is a symlink; patches never write through symlinks", quote(rel))
+	}
+	f, fi, err := w.openFile(rel)
+	if err != nil {
+		return current{}, err
+	}
+	defer f.Close()
+	if fi.Size() > maxPatchFileBytes {
+		return current{}, action.Errorf(action.CodeTooLarge, "path %s is larger than %d bytes", quote(rel), maxPatchFileBytes)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxPatchFileBytes+1))
+	if err != nil {
+		return current{}, fsError(rel, err)
+	}
+	if len(b) > maxPatchFileBytes {
+		return current{}, action.Errorf(action.CodeTooLarge, "path %s is larger than %d bytes", quote(rel), maxPatchFileBytes)
+	}
+	return current{exists: true, content: b, mode: fi.Mode().Perm()}, nil
+}
+
+// patchError turns an error of package patch into an *action.Error.
+func patchError(file string, err error) error {
+	where := ""
+	if file != "" {
+		where = file + ": "
+	}
+	var he *patch.HunkError
+	switch {
+	case errors.As(err, &he):
+		payload := map[string]any{"file": file, "hunk": he.Hunk, "header": he.Header, "ambiguous": he.Ambiguous}
+		if he.Closest > 0 {
+			payload["closest_line"] = he.Closest
+		}
+		if len(he.Places) > 0 {
+			places := make([]any, len(he.Places))
+			for i, p := range he.Places {
+				places[i] = p
+			}
+			payload["places"] = places
+		}
+		return &action.Error{Code: action.CodePatchFailed, Message: where + he.Error(), Payload: payload, Err: err}
+	case errors.Is(err, patch.ErrOutsideRoot):
+		return &action.Error{Code: action.CodePathOutsideRoot, Message: where + err.Error(), Err: err}
+	case errors.Is(err, patch.ErrMalformed):
+		return &action.Error{Code: action.CodeInvalidInput, Message: where + err.Error(), Err: err}
+	}
+	return &action.Error{Code: action.CodePatchFailed, Message: where + err.Error(), Err: err}
+}
+
+// statKind answers patch.Resolve about a clean root-relative name.
+func (w *Workspace) statKind(name string) patch.Kind {
+	fi, err := w.root.Lstat(name)
+	switch {
+	case err != nil && isNotExist(err):
+		return patch.Missing
+	case err != nil:
+		return patch.Other
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return patch.Symlink
+	case fi.IsDir():
+		return patch.Dir
+	case fi.Mode().IsRegular():
+		return patch.Regular
+	}
+	return patch.Other
+}
+
+func (w *Workspace) plan(ctx context.Context, in map[string]any, write bool) (PatchPlan, error) {
+	pi, err := readPatchInput(in)
+	if err != nil {
+		return PatchPlan{}, err
+	}
+	if write && !w.opts.WriteEnabled {
+		return PatchPlan{}, action.Errorf(action.CodeWriteDisabled, "writes are disabled for this workspace")
+	}
+	var target string
+	if pi.hasPath {
+		if target, err = w.checkTarget(pi.path, write); err != nil {
+			return PatchPlan{}, err
+		}
+		if pi.expected != "" {
+			cur, err := w.readCurrent(target)
+			if err != nil {
+				return PatchPlan{}, err
+			}
+			if !cur.exists || sha256Hex(cur.content) != pi.expected {
+				return PatchPlan{}, action.Errorf(action.CodeStalePreview, "path %s changed since it was read (expected_sha256 does not match)", quote(target))
+			}
+		}
+	}
+	if pi.hasContent {
+		return w.planContent(target, []byte(pi.content))
+	}
+	p, err := patch.Parse(pi.text)
+	if err != nil {
+		return PatchPlan{}, patchError("", err)
+	}
+	if pi.hasPath {
+		if err := patch.CheckNames(p); err != nil {
+			return PatchPlan{}, patchError("", err)
+		}
+		if len(p.Files) != 1 {
+			return PatchPlan{}, action.Errorf(action.CodeInvalidInput, "the patch names %d files; omit path to apply a multi-file patch", len(p.Files))
+		}
+		f := p.Files[0]
+		if f.Op == patch.OpRename {
+			return PatchPlan{}, action.Errorf(action.CodeInvalidInput, "a rename names its own paths; omit path")
+		}
+		f.Path = target
+	} else if err := patch.Resolve(p, pi.strip, w.statKind); err != nil {
+		return PatchPlan{}, patchError("", err)
+	}
+	return w.planPatch(ctx, p, pi.opts, write)
+}
+
+// planContent plans replacing (or creating) target with content.
+func (w *Workspace) planContent(target string, content []byte) (PatchPlan, error) {
+	cur, err := w.readCurrent(target)
+	if err != nil {
+		return PatchPlan{}, err
+	}
+	pf := PatchFile{Path: target, Op: string(patch.OpModify), Stage: string(patch.StageExact), after: content, mode: 0o644}
+	if cur.exists {
+		pf.before, pf.mode, pf.SHA256Before = cur.content, cur.mode, sha256Hex(cur.content)
+		pf.after = keepCRLF(cur.content, content)
+	} else {
+		pf.Op = string(patch.OpCreate)
+	}
+	pf.SHA256After = sha256Hex(pf.after)
+	pf.Added, pf.Removed = patch.CountChanges(pf.before, pf.after)
+	return PatchPlan{Format: string(patch.FormatContent), Files: []PatchFile{pf}, Diff: planDiff([]PatchFile{pf})}, nil
+}
+
+// keepCRLF converts content to CRLF when the file it replaces uses CRLF
+// throughout and content has no CR at all (models write LF).
+func keepCRLF(old, content []byte) []byte {
+	lf := bytes.Count(old, []byte("\n"))
+	if lf == 0 || bytes.Count(old, []byte("\r\n")) != lf || bytes.IndexByte(content, '\r') >= 0 {
+		return content
+	}
+	return bytes.ReplaceAll(content, []byte("\n"), []byte("\r\n"))
+}
+
+func planDiff(files []PatchFile) string {
+	var b strings.Builder
+	for _, f := range files {
+		switch patch.Op(f.Op) {
+		case patch.OpCreate:
+			b.WriteString(patch.Diff("", f.Path, nil, f.after))
+		case patch.OpDelete:
+			b.WriteString(patch.Diff(f.Path, "", f.before, nil))
+		case patch.OpRename:
+			b.WriteString(patch.Diff(f.OldPath, f.Path, f.before, f.after))
+		default:
+			b.WriteString(patch.Diff(f.Path, f.Path, f.before, f.after))
+		}
+	}
+	return b.String()
+}
+
+// gitMode turns git's "100755" into a permission, or 0 if absent or odd.
+func gitMode(s string) fs.FileMode {
+	n, err := strconv.ParseUint(strings.TrimSpace(s), 8, 32)
+	if err != nil || n&0o170000 != 0o100000 {
+		return 0
+	}
+	return fs.FileMode(n & 0o777)
+}
+
+func (w *Workspace) planPatch(ctx context.Context, p *patch.Patch, opts patch.Options, write bool) (PatchPlan, error) {
+	plan := PatchPlan{Format: string(p.Format)}
+	touched := map[string]int{} // path -> index in plan.Files
+	for _, f := range p.Files {
+		if err := ctx.Err(); err != nil {
+			return PatchPlan{}, err
+		}
+		target, err := w.checkTarget(f.Path, write)
+		if err != nil {
+			return PatchPlan{}, err
+		}
+		src := target
+		if f.Op == patch.OpRename {
+			if src, err = w.checkTarget(f.OldPath, write); err != nil {
+				return PatchPlan{}, err
+			}
+		}
+		// A second section for a file already touched continues from its
+		// planned content (models split edits of one file).
+		if k, ok := touched[src]; ok && f.Op == patch.OpModify && plan.Files[k].Op != string(patch.OpDelete) {
+			pf := &plan.Files[k]
+			r, err := patch.Apply(pf.after, f.Hunks, opts)
+			if err != nil {
+				return PatchPlan{}, patchError(target, err)
+			}
+			pf.after = r.Content
+			pf.Stage = string(patch.Weaker(patch.Stage(pf.Stage), r.Stage))
+			pf.Added, pf.Removed = pf.Added+r.Added, pf.Removed+r.Removed
+			pf.SHA256After = sha256Hex(pf.after)
+			continue
+		}
+		for _, p := range []string{src, target} {
+			if _, dup := touched[p]; dup {
+				return PatchPlan{}, action.Errorf(action.CodeInvalidInput, "the patch changes %s more than once in ways that conflict", quote(p))
+			}
+		}
+		cur, err := w.readCurrent(src)
+		if err != nil {
+			return PatchPlan{}, err
+		}
+		pf := PatchFile{Path: target, Op: string(f.Op), Stage: string(patch.StageExact), mode: 0o644}
+		switch f.Op {
+		case patch.OpCreate:
+			if cur.exists {
+				return PatchPlan{}, action.Errorf(action.CodePatchFailed, "%s: cannot create: the file already exists", target)
+			}
+		case patch.OpRename:
+			pf.OldPath = src
+			if !cur.exists {
+				return PatchPlan{}, action.Errorf(action.CodeNotFound, "%s: rename source does not exist", src)
+			}
+			dst, err := w.readCurrent(target)
+			if err != nil {
+				return PatchPlan{}, err
+			}
+			if dst.exists {
+				return PatchPlan{}, action.Errorf(action.CodePatchFailed, "%s: cannot rename %s onto an existing file", target, src)
+			}
+		default:
+			if !cur.exists {
+				return PatchPlan{}, action.Errorf(action.CodeNotFound, "%s: file does not exist", target)
+			}
+		}
+		if cur.exists {
+			pf.before, pf.mode, pf.SHA256Before = cur.content, cur.mode, sha256Hex(cur.content)
+		}
+		pf.after = pf.before
+		if len(f.Hunks) > 0 {
+			r, err := patch.Apply(pf.before, f.Hunks, opts)
+			if err != nil {
+				return PatchPlan{}, patchError(target, err)
+			}
+			pf.after, pf.Stage, pf.Added, pf.Removed = r.Content, string(r.Stage), r.Added, r.Removed
+		}
+		if f.Op == patch.OpDelete {
+			if len(pf.after) != 0 {
+				return PatchPlan{}, action.Errorf(action.CodePatchFailed, "%s: the file is not empty after the patch's hunks; refusing to delete lines the patch does not show", target)
+			}
+			if len(f.Hunks) == 0 {
+				pf.Removed = bytes.Count(pf.before, []byte("\n"))
+				if len(pf.before) > 0 && pf.before[len(pf.before)-1] != '\n' {
+					pf.Removed++
+				}
+			}
+			pf.after = nil
+		} else {
+			pf.SHA256After = sha256Hex(pf.after)
+		}
+		if m := gitMode(f.NewMode); m != 0 {
+			pf.mode = m
+		}
+		if len(pf.after) > maxPatchFileBytes {
+			return PatchPlan{}, action.Errorf(action.CodeTooLarge, "%s: result is larger than %d bytes", target, maxPatchFileBytes)
+		}
+		touched[src], touched[target] = len(plan.Files), len(plan.Files)
+		plan.Files = append(plan.Files, pf)
+	}
+	for i := range plan.Files {
+		if plan.Files[i].SHA256After != "" {
+			plan.Files[i].SHA256After = sha256Hex(plan.Files[i].after)
+		}
+	}
+	plan.Diff = planDiff(plan.Files)
+	return plan, nil
+}
+
+// patchMu serialises ApplyPlan within the process, so that the check that
+// files are unchanged and the writes are not interleaved with another
+// patch. Other processes writing the same files are not excluded.
+var patchMu sync.Mutex
+
+// ApplyPlan writes a plan made by PlanPatch, all files or none.
+//
+// It first re-reads every file the plan read and refuses with
+// stale_preview if any changed (or if a file to create appeared). It then
+// writes each new content to a temporary file beside its target (through
+// the root, fsynced, with the target's mode) and renames it into place;
+// deletions and rename sources are removed last. If any step fails, the
+// steps already done are undone from the contents held in the plan, so on
+// an error the files are as they were. A crash in the middle can leave the
+// change half done and a temporary file (.harness-patch-*.tmp) behind.
+func (w *Workspace) ApplyPlan(ctx context.Context, plan PatchPlan) error {
+	if !w.opts.WriteEnabled {
+		return action.Errorf(action.CodeWriteDisabled, "writes are disabled for this workspace")
+	}
+	patchMu.Lock()
+	defer patchMu.Unlock()
+	for _, f := range plan.Files {
+		if _, err := w.checkTarget(f.Path, true); err != nil {
+			return err
+		}
+		src := f.Path
+		if f.OldPath != "" {
+			if _, err := w.checkTarget(f.OldPath, true); err != nil {
+				return err
+			}
+			src = f.OldPath
+			dst, err := w.readCurrent(f.Path)
+			if err != nil {
+				return err
+			}
+			if dst.exists {
+				return action.Errorf(action.CodeStalePreview, "%s appeared since the patch was planned", quote(f.Path))
+			}
+		}
+		cur, err := w.readCurrent(src)
+		if err != nil {
+			return err
+		}
+		now := ""
+		if cur.exists {
+			now = sha256Hex(cur.content)
+		}
+		if now != f.SHA256Before {
+			return action.Errorf(action.CodeStalePreview, "%s changed since the patch was planned", quote(src))
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	tx := &patchTx{w: w}
+	if err := tx.run(plan); err != nil {
+		tx.rollback()
+		var ae *action.Error
+		if errors.As(err, &ae) {
+			return err
+		}
+		return &action.Error{Code: action.CodeInternal, Message: "applying the patch failed; nothing was changed: " + err.Error(), Err: err}
+	}
+	tx.finish()
+	return nil
+}
+
+// patchTx is one ApplyPlan: the steps done so far, to undo on failure.
+type patchTx struct {
+	w     *Workspace
+	temps []string // temporary files not yet renamed
+	dirs  []string // directories created, outermost first
+	undo  []func() error
+	syncs map[string]bool
+}
+
+func (tx *patchTx) run(plan PatchPlan) error {
+	w := tx.w
+	tx.syncs = map[string]bool{}
+	// Phase 1: every new content in a temporary file; nothing visible yet.
+	temps := make([]string, len(plan.Files))
+	for i, f := range plan.Files {
+		if patch.Op(f.Op) == patch.OpDelete {
+			continue
+		}
+		if err := tx.mkdirs(path.Dir(f.Path)); err != nil {
+			return err
+		}
+		tmp, err := tx.writeTemp(path.Dir(f.Path), f.after, f.mode)
+		if err != nil {
+			return err
+		}
+		temps[i] = tmp
+	}
+	// Phase 2: renames into place, then removals.
+	for i, f := range plan.Files {
+		if temps[i] == "" {
+			continue
+		}
+		if err := w.root.Rename(temps[i], f.Path); err != nil {
+			return fmt.Errorf("rename into %s: %w", f.Path, err)
+		}
+		tx.dropTemp(temps[i])
+		tx.syncs[path.Dir(f.Path)] = true
+		f := f
+		if f.SHA256Before != "" && f.OldPath == "" {
+			tx.undo = append(tx.undo, func() error { return tx.restore(f.Path, f.before, f.mode) })
+		} else {
+			tx.undo = append(tx.undo, func() error { return w.root.Remove(f.Path) })
+		}
+	}
+	for _, f := range plan.Files {
+		gone := ""
+		switch {
+		case patch.Op(f.Op) == patch.OpDelete:
+			gone = f.Path
+		case f.OldPath != "":
+			gone = f.OldPath
+		default:
+			continue
+		}
+		if err := w.root.Remove(gone); err != nil {
+			return fmt.Errorf("remove %s: %w", gone, err)
+		}
+		tx.syncs[path.Dir(gone)] = true
+		f := f
+		tx.undo = append(tx.undo, func() error { return tx.restore(gone, f.before, f.mode) })
+	}
+	return nil
+}
+
+func (tx *patchTx) mkdirs(dir string) error {
+	if dir == "." {
+		return nil
+	}
+	var missing []string
+	for d := dir; d != "."; d = path.Dir(d) {
+		if _, err := tx.w.root.Lstat(d); err == nil {
+			break
+		} else if !isNotExist(err) {
+			return fmt.Errorf("stat %s: %w", d, err)
+		}
+		missing = append(missing, d)
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := tx.w.root.Mkdir(missing[i], 0o755); err != nil {
+			return fmt.Errorf("mkdir %s: %w", missing[i], err)
+		}
+		tx.dirs = append(tx.dirs, missing[i])
+	}
+	return nil
+}
+
+func (tx *patchTx) writeTemp(dir string, content []byte, mode fs.FileMode) (string, error) {
+	var rnd [8]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return "", err
+	}
+	name := path.Join(dir, ".harness-patch-"+hex.EncodeToString(rnd[:])+".tmp")
+	f, err := tx.w.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("create temporary file in %s: %w", dir, err)
+	}
+	tx.temps = append(tx.temps, name)
+	_, err = f.Write(content)
+	if err == nil {
+		err = f.Chmod(mode)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", fmt.Errorf("write temporary file in %s: %w", dir, err)
+	}
+	return name, nil
+}
+
+func (tx *patchTx) dropTemp(name string) {
+	for i, t := range tx.temps {
+		if t == name {
+			tx.temps = append(tx.temps[:i], tx.temps[i+1:]...)
+			return
+		}
+	}
+}
+
+// restore puts content back at rel, atomically.
+func (tx *patchTx) restore(rel string, content []byte, mode fs.FileMode) error {
+	tmp, err := tx.writeTemp(path.Dir(rel), content, mode)
+	if err != nil {
+		return err
+	}
+	if err := tx.w.root.Rename(tmp, rel); err != nil {
+		return err
+	}
+	tx.dropTemp(tmp)
+	return nil
+}
+
+// rollback undoes the steps done, newest first, and removes temporary
+// files and created directories. It is best effort: an error while undoing
+// cannot be reported better than the error that caused the rollback.
+func (tx *patchTx) rollback() {
+	for i := len(tx.undo) - 1; i >= 0; i-- {
+		_ = tx.undo[i]()
+	}
+	for _, t := range tx.temps {
+		_ = tx.w.root.Remove(t)
+	}
+	for i := len(tx.dirs) - 1; i >= 0; i-- {
+		_ = tx.w.root.Remove(tx.dirs[i])
+	}
+}
+
+// finish fsyncs the directories whose entries changed, so the renames are
+// durable. Errors are ignored: the data itself was synced before renaming.
+func (tx *patchTx) finish() {
+	for d := range tx.syncs {
+		if f, err := tx.w.root.Open(d); err == nil {
+			_ = f.Sync()
+			f.Close()
+		}
+	}
 }

@@ -149,3 +149,20 @@ func rangeStr(start, n int) string {
 	}
 	return fmt.Sprintf("%d,%d", start+1, n)
 }
+
+// CountChanges returns how many lines a minimal line diff from old to new
+// adds and removes.
+func CountChanges(old, new []byte) (added, removed int) {
+	if string(old) == string(new) {
+		return 0, 0
+	}
+	for _, op := range lineOps(string(old), string(new)) {
+		switch op.kind {
+		case '+':
+			added++
+		case '-':
+			removed++
+		}
+	}
+	return added, removed
+}

@@ -39,12 +39,8 @@ const (
 func Resolve(p *Patch, strip int, stat func(name string) Kind) error {
 	// Validate every name first, so a bad header is refused before any
 	// guessing looks at the disk.
-	for _, f := range p.Files {
-		for _, n := range []string{f.OldName, f.NewName, f.GitOldName, f.GitNewName} {
-			if err := checkName(n); err != nil {
-				return err
-			}
-		}
+	if err := CheckNames(p); err != nil {
+		return err
 	}
 	hint := -1
 	for pass := 0; pass < 2; pass++ {
@@ -58,6 +54,21 @@ func Resolve(p *Patch, strip int, stat func(name string) Kind) error {
 			}
 			if used >= 0 && hint < 0 {
 				hint = used
+			}
+		}
+	}
+	return nil
+}
+
+// CheckNames refuses, with ErrOutsideRoot, any header name of p that is
+// absolute, contains "..", a backslash or a NUL byte. Resolve calls it;
+// callers that choose the target themselves call it to refuse such headers
+// anyway.
+func CheckNames(p *Patch) error {
+	for _, f := range p.Files {
+		for _, n := range []string{f.OldName, f.NewName, f.GitOldName, f.GitNewName} {
+			if err := checkName(n); err != nil {
+				return err
 			}
 		}
 	}
