@@ -109,9 +109,9 @@ func (w *Workspace) PlanPatch(ctx context.Context, in map[string]any) (PatchPlan
 
 type patchInput struct {
 	path, content, text, expected string
-	hasPath, hasContent, hasPatch  bool
-	strip                          int
-	opts                           patch.Options
+	hasPath, hasContent, hasPatch bool
+	strip                         int
+	opts                          patch.Options
 }
 
 func readPatchInput(in map[string]any) (patchInput, error) {
