@@ -69,7 +69,7 @@ var gitAlways = []string{
 	"output", "ext-diff", "textconv", "exec-path", "git-dir", "work-tree",
 	"upload-pack", "receive-pack", "exec", "open-files-in-pager",
 	"show-signature", "help", "config-env", "namespace", "super-prefix",
-	"paginate", "web", "no-index-with-pager",
+	"paginate", "web",
 }
 
 func gitSub(extra ...func(*argRule)) *argRule {
@@ -291,8 +291,9 @@ func (c argChecker) checkWords(rule *argRule, args []string) error {
 		}
 	}
 	if positionals > 0 && len(rule.positionalNeeds) > 0 && !unlocked {
-		return refuseWord(firstPositional(args), "%s: a bare argument here would create or change something; only listing (%s) is allowed",
-			c.cmd, strings.Join(rule.positionalNeeds, " or "))
+		word := firstPositional(args)
+		return refuseWord(word, "%s: the bare argument %q would create or change something; only listing (%s) is allowed",
+			c.cmd, word, strings.Join(rule.positionalNeeds, " or "))
 	}
 	return nil
 }

@@ -93,10 +93,11 @@ func (p CommandPlan) Preview() map[string]any {
 // The checks, in order: shell enabled (shell_disabled); tokenizer
 // (argument_not_allowed for shell metacharacters, invalid_input for
 // syntax); first word a bare name listed in AllowedCommands and installed
-// (command_not_allowed, not_found); per-command argument rules of
-// commandRules and path arguments inside the root (argument_not_allowed,
-// with the offending word in the message and in Payload["word"]); sandbox
-// available when required (internal).
+// (command_not_allowed); per-command argument rules of commandRules and
+// path arguments inside the root (argument_not_allowed, with the offending
+// word in the message and in Payload["word"]); program installed
+// (not_found); for git, .git a plain directory (command_not_allowed);
+// sandbox available when required (internal).
 //
 // A plan does not freeze the file system: a path argument checked here is
 // checked again when Run plans the command anew.
@@ -121,6 +122,10 @@ func (w *Workspace) PlanCommand(command string) (CommandPlan, error) {
 		e.Payload = map[string]any{"word": name}
 		return CommandPlan{}, e
 	}
+	tail, err := argChecker{w: w, cmd: name, gitS: w.allowedGitSubcommands()}.check(words[1:])
+	if err != nil {
+		return CommandPlan{}, err
+	}
 	program, err := lookCommand(name)
 	if err != nil {
 		return CommandPlan{}, &action.Error{Code: action.CodeNotFound,
@@ -130,10 +135,6 @@ func (w *Workspace) PlanCommand(command string) (CommandPlan, error) {
 		if err := w.checkGitDir(); err != nil {
 			return CommandPlan{}, err
 		}
-	}
-	tail, err := argChecker{w: w, cmd: name, gitS: w.allowedGitSubcommands()}.check(words[1:])
-	if err != nil {
-		return CommandPlan{}, err
 	}
 	execArgv := append([]string{name}, tail...)
 	if name == "git" {
