@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+
+	"github.com/harness-runtime/harness/mcp"
+)
+
+func init() {
+	commands["mcp"] = command{summary: "serve every registered action as an MCP tool (stdio, or streamable HTTP with --http)", run: mcpCmd}
+	// The MCP client runtime: configured servers, their allowlisted tools,
+	// and the guard step that enforces the allowlist.
+	mountMCP = func(ctx context.Context, e *env) error {
+		if len(e.Cfg.Harness.MCP.Servers) == 0 {
+			return nil
+		}
+		c, err := mcp.NewClient(ctx, e.Cfg.Harness.MCP, e.H.Registry(), e.Log)
+		if err != nil {
+			return fmt.Errorf("harness.mcp: %w", err)
+		}
+		c.Mount(e.H)
+		e.closers = append(e.closers, c.Close)
+		return nil
+	}
+}
+
+func mcpCmd(ctx context.Context, args []string, s stdio) int {
+	fs := newFlags("mcp", "harness mcp [--config F] [--root DIR] [--http HOST:PORT]", s.err)
+	config := fs.String("config", "", "configuration file (YAML)")
+	root := fs.String("root", "", "workspace root (overrides harness.workspace.root)")
+	addr := fs.String("http", "", "serve streamable HTTP at http://HOST:PORT/mcp instead of stdio")
+	pos, err := parseInterspersed(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil || len(pos) != 0 {
+		if err == nil {
+			fmt.Fprintf(s.err, "harness mcp: unexpected argument %q\n", pos[0])
+		}
+		fs.Usage()
+		return exitUsage
+	}
+	cfg, err := loadConfig(*config, *root)
+	if err != nil {
+		fmt.Fprintf(s.err, "harness mcp: %v\n", err)
+		return exitUsage
+	}
+	e, err := setup(ctx, cfg, s)
+	if err != nil {
+		fmt.Fprintf(s.err, "harness mcp: %v\n", err)
+		return exitUsage
+	}
+	defer e.Close()
+	srv, err := mcp.NewServer(e.H, cfg, mcp.WithLogger(e.Log))
+	if err != nil {
+		fmt.Fprintf(s.err, "harness mcp: %v\n", err)
+		return exitUsage
+	}
+	if *addr == "" {
+		if err := srv.ServeStdio(ctx, s.in, s.out); err != nil {
+			fmt.Fprintf(s.err, "harness mcp: %v\n", err)
+			return exitActionError
+		}
+		return exitOK
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintf(s.err, "harness mcp: --http: %v\n", err)
+		return exitUsage
+	}
+	fmt.Fprintf(s.err, "harness mcp: serving MCP (streamable HTTP) at http://%s/mcp\n", ln.Addr())
+	if err := srv.ServeHTTP(ctx, ln); err != nil {
+		fmt.Fprintf(s.err, "harness mcp: %v\n", err)
+		return exitActionError
+	}
+	return exitOK
+}

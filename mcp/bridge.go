@@ -1,0 +1,264 @@
+package mcp
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/harness-runtime/harness/action"
+	"github.com/harness-runtime/harness/policy"
+	"github.com/harness-runtime/harness/runtime"
+	"github.com/harness-runtime/harness/schema"
+)
+
+// DefaultPrincipal is who the bridge says is asking, in the guard's request
+// and in every event, unless WithPrincipal says otherwise.
+const DefaultPrincipal = "mcp"
+
+// Server is the MCP server bridge behind `harness mcp`: every registered
+// action that is not disabled is an MCP tool of the same name, whose input
+// schema is the registry's and whose annotations follow its risk
+// (readOnlyHint for read, destructiveHint for write and exec, openWorldHint
+// for network).
+//
+// Every call goes through Harness.Execute: the same guard, the same events.
+// A trusted action runs directly only when it is auto-approved
+// (harness.auto-approved-actions). One listed in
+// harness.mcp.bridge.trusted-actions runs after the person confirms its
+// preview (the diff of a patch, the argv of a command) through MCP
+// elicitation; a client without elicitation gets trust_required. Any other
+// trusted action is refused with trust_required and a message saying how to
+// allow it. Nothing a client sends marks an action trusted.
+//
+// A tool result carries the observation as structured content and its
+// Render text as text content; isError is set when the status is not ok.
+type Server struct {
+	h         *runtime.Harness
+	srv       *mcpserver.MCPServer
+	confirmed map[string]bool
+	log       *slog.Logger
+	principal string
+	key       []byte
+}
+
+// ServerOption configures NewServer.
+type ServerOption func(*Server)
+
+// WithLogger sets the logger for the bridge's operational messages.
+func WithLogger(l *slog.Logger) ServerOption { return func(s *Server) { s.log = l } }
+
+// WithPrincipal names who is asking (default "mcp").
+func WithPrincipal(p string) ServerOption { return func(s *Server) { s.principal = p } }
+
+// NewServer builds the bridge over h with cfg's rules (cfg must be
+// resolved and be the one h was built from). The tool list is taken from
+// h's registry now: register actions (and mount the MCP client, whose tools
+// may be registered as actions) before calling it.
+func NewServer(h *runtime.Harness, cfg *policy.Config, opts ...ServerOption) (*Server, error) {
+	if h == nil || cfg == nil {
+		return nil, fmt.Errorf("mcp.NewServer: a Harness and a Config are required")
+	}
+	s := &Server{h: h, confirmed: map[string]bool{}, log: slog.Default(), principal: DefaultPrincipal, key: make([]byte, 32)}
+	for _, o := range opts {
+		o(s)
+	}
+	if _, err := rand.Read(s.key); err != nil {
+		return nil, fmt.Errorf("mcp.NewServer: %w", err)
+	}
+	for _, n := range cfg.Harness.MCP.Bridge.TrustedActions {
+		s.confirmed[n] = true
+	}
+	s.srv = mcpserver.NewMCPServer("harness", Version,
+		mcpserver.WithToolCapabilities(false),
+		mcpserver.WithElicitation(),
+		mcpserver.WithRecovery(),
+		mcpserver.WithInstructions("Harness runs an agent's actions behind a policy guard. Paths are relative to the workspace root. "+
+			"Every result carries the observation (status, code, message, payload) as structured content."),
+	)
+	disabled := map[string]bool{}
+	for _, n := range cfg.Harness.DisabledActions {
+		disabled[n] = true
+	}
+	var tools []mcpserver.ServerTool
+	for _, sc := range h.Registry().List() {
+		if disabled[sc.Name] {
+			continue
+		}
+		tools = append(tools, mcpserver.ServerTool{Tool: s.toolFor(sc), Handler: s.handlerFor(sc.Name)})
+	}
+	s.srv.AddTools(tools...)
+	return s, nil
+}
+
+// toolFor describes one action as an MCP tool.
+func (s *Server) toolFor(sc *schema.ActionSchema) mcpgo.Tool {
+	desc := sc.Description
+	switch {
+	case !sc.Trusted || s.h.Guard().AutoApproved(sc.Name):
+	case s.confirmed[sc.Name]:
+		desc += " Asks you to confirm a preview before it runs."
+	default:
+		desc += " Needs trust: refused over MCP unless listed in harness.auto-approved-actions or harness.mcp.bridge.trusted-actions."
+	}
+	t := mcpgo.NewToolWithRawSchema(sc.Name, strings.TrimSpace(desc), sc.Input)
+	yes, no := true, false
+	t.Annotations = mcpgo.ToolAnnotation{Title: sc.Name}
+	switch sc.Risk {
+	case schema.RiskRead:
+		t.Annotations.ReadOnlyHint, t.Annotations.DestructiveHint, t.Annotations.IdempotentHint = &yes, &no, &yes
+		t.Annotations.OpenWorldHint = &no
+	case schema.RiskWrite, schema.RiskExec:
+		t.Annotations.ReadOnlyHint, t.Annotations.DestructiveHint = &no, &yes
+		t.Annotations.OpenWorldHint = &no
+	case schema.RiskNetwork:
+		t.Annotations.ReadOnlyHint, t.Annotations.OpenWorldHint = &no, &yes
+	}
+	return t
+}
+
+func (s *Server) handlerFor(name string) mcpserver.ToolHandlerFunc {
+	return func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		ctx = runtime.WithPrincipal(ctx, s.principal)
+		a := action.Action{Name: name, Input: req.GetArguments()}
+		if raw := req.Params.Arguments; raw != nil && a.Input == nil {
+			obs := s.blocked(a, policy.Decision{Code: action.CodeInvalidInput, Message: "tool arguments must be a JSON object"})
+			return toolResult(obs), nil
+		}
+		if a.Input == nil {
+			a.Input = map[string]any{}
+		}
+		if sess := mcpserver.ClientSessionFromContext(ctx); sess != nil {
+			a.SessionID = sess.SessionID()
+		}
+		a.AgentID = clientName(ctx)
+		sc, ok := s.h.Registry().Lookup(name)
+		if ok && sc.Trusted && !s.h.Guard().AutoApproved(name) {
+			if s.confirmed[name] {
+				return s.confirmAndRun(ctx, req, a)
+			}
+			obs := s.h.Execute(ctx, a)
+			if obs.Code == action.CodeTrustRequired {
+				obs.Message = name + " needs trust: to allow it over MCP, list it in harness.auto-approved-actions (runs without confirmation) " +
+					"or in harness.mcp.bridge.trusted-actions (the person confirms each call's preview through MCP elicitation)"
+			}
+			return toolResult(obs), nil
+		}
+		return toolResult(s.h.Execute(ctx, a)), nil
+	}
+}
+
+// blocked is the observation of a refusal decided before Execute.
+func (s *Server) blocked(a action.Action, d policy.Decision) action.Observation {
+	return action.Observation{Action: a.Name, Source: action.SourcePolicy, Status: action.StatusBlocked, Code: d.Code, Message: d.Message}
+}
+
+// toolResult is the MCP form of an observation.
+func toolResult(obs action.Observation) *mcpgo.CallToolResult {
+	if obs.Payload == nil {
+		obs.Payload = map[string]any{}
+	}
+	var structured map[string]any
+	if v, err := toJSONValue(obs); err == nil {
+		structured, _ = v.(map[string]any)
+	}
+	if structured == nil { // an unencodable payload: say so rather than fail
+		obs = action.Observation{ActionID: obs.ActionID, Action: obs.Action, Source: action.SourceHarness, Status: action.StatusError,
+			Code: action.CodeInternal, Message: "observation payload is not encodable", Payload: map[string]any{}}
+		v, _ := toJSONValue(obs)
+		structured, _ = v.(map[string]any)
+	}
+	return &mcpgo.CallToolResult{
+		Content:           []mcpgo.Content{mcpgo.NewTextContent(Render(obs))},
+		StructuredContent: structured,
+		IsError:           obs.Status != action.StatusOK,
+	}
+}
+
+// clientName is the MCP client's name, for the events' agent_id.
+func clientName(ctx context.Context) string {
+	if info := mcpserver.RequestProtocolInfoFromContext(ctx); info != nil && info.ClientInfo != nil && info.ClientInfo.Name != "" {
+		return "mcp:" + info.ClientInfo.Name
+	}
+	if sess, ok := mcpserver.ClientSessionFromContext(ctx).(mcpserver.SessionWithClientInfo); ok {
+		if n := sess.GetClientInfo().Name; n != "" {
+			return "mcp:" + n
+		}
+	}
+	return ""
+}
+
+// clientCanElicit reports whether the client declared the elicitation
+// capability: per request in the stateless protocol, per session before it.
+func clientCanElicit(ctx context.Context) bool {
+	if info := mcpserver.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
+		return info.ClientCapabilities != nil && info.ClientCapabilities.Elicitation != nil
+	}
+	if sess, ok := mcpserver.ClientSessionFromContext(ctx).(mcpserver.SessionWithClientInfo); ok {
+		return sess.GetClientCapabilities().Elicitation != nil
+	}
+	return false
+}
+
+// MCPServer returns the underlying mcp-go server (to serve it over another
+// transport).
+func (s *Server) MCPServer() *mcpserver.MCPServer { return s.srv }
+
+// Tools returns the names of the tools served, sorted.
+func (s *Server) Tools() []string {
+	var names []string
+	for n := range s.srv.ListTools() {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// ServeStdio serves MCP over in and out (newline-delimited JSON-RPC) until
+// ctx is done or in ends. Logs never go to out.
+func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	ss := mcpserver.NewStdioServer(s.srv)
+	ss.SetErrorLogger(slogToLog(s.log))
+	err := ss.Listen(ctx, in, out)
+	if err != nil && (ctx.Err() != nil || err == io.EOF) {
+		return nil
+	}
+	return err
+}
+
+// HTTPHandler returns the streamable HTTP transport (with legacy sessions
+// for clients of protocol revisions up to 2025-11-25) as an http.Handler to
+// mount at the MCP endpoint. Requests whose Host is not a loopback name are
+// refused when the server listens on loopback (DNS-rebinding protection).
+func (s *Server) HTTPHandler() http.Handler {
+	return mcpserver.NewStreamableHTTPServer(s.srv, mcpserver.WithEndpointPath("/mcp"))
+}
+
+// ServeHTTP serves streamable HTTP at path /mcp on ln until ctx is done.
+func (s *Server) ServeHTTP(ctx context.Context, ln net.Listener) error {
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", s.HTTPHandler())
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: defaultReadHeaderTimeout}
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			_ = hs.Close()
+		case <-done:
+		}
+	}()
+	err := hs.Serve(ln)
+	close(done)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}

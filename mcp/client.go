@@ -1,0 +1,210 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+
+	"github.com/harness-runtime/harness/action"
+	"github.com/harness-runtime/harness/policy"
+	"github.com/harness-runtime/harness/runtime"
+	"github.com/harness-runtime/harness/schema"
+)
+
+// Version is what Harness tells MCP peers its version is.
+const Version = "0.1.0"
+
+// Client is the MCP client runtime: it runs mcp_call and the
+// mcp.<server>.<tool> actions on the servers of harness.mcp.servers.
+//
+// It is safe for concurrent use. Calls to one server share one connection
+// (one process for stdio), started at NewClient and restarted by the next
+// call after it dies. Each call is bounded by the server's timeout-ms.
+type Client struct {
+	al    *allowlist
+	conns map[string]*conn
+	log   *slog.Logger
+
+	life   context.Context
+	cancel context.CancelFunc
+	once   sync.Once
+}
+
+var _ runtime.Runtime = (*Client)(nil)
+
+// NewClient connects to every enabled server of cfg at once (in parallel,
+// each bounded by its timeout-ms and by ctx), reads each one's tools/list
+// and imports the input schema of each allowed tool, against which
+// arguments are then validated before any call. For a server with
+// register-tools set, each allowed tool whose schema imported is also
+// registered in reg as a trusted action named mcp.<server>.<tool> whose
+// input is the tool's arguments (risk read for a readOnlyHint tool, write
+// for a destructiveHint one, network otherwise).
+//
+// A server that cannot be reached at start is not an error: it is logged,
+// and the first call to it tries again (its tools are then not registered
+// as actions). log may be nil. Close the client to stop its servers.
+func NewClient(ctx context.Context, cfg policy.MCPConfig, reg *schema.Registry, log *slog.Logger) (*Client, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	c := &Client{al: newAllowlist(cfg), conns: map[string]*conn{}, log: log, life: life, cancel: cancel}
+	names := make([]string, 0, len(cfg.Servers))
+	for name, s := range cfg.Servers {
+		if s.Enabled != nil && !*s.Enabled {
+			continue
+		}
+		if len(s.Tools) == 0 {
+			log.Warn("mcp: server lists no tools, so none of its tools can be called", "mcp_server", name)
+		}
+		c.conns[name] = newConn(life, name, s, log)
+		names = append(names, name)
+	}
+	sort.Strings(names)
+
+	var wg sync.WaitGroup
+	for _, name := range names {
+		wg.Add(1)
+		go func(cn *conn) {
+			defer wg.Done()
+			if _, _, err := cn.ready(ctx); err != nil {
+				log.Warn("mcp: server not available at start; the next call retries", "mcp_server", cn.name, "err", err)
+			}
+		}(c.conns[name])
+	}
+	wg.Wait()
+
+	if reg != nil {
+		var errs []error
+		for _, name := range names {
+			if !cfg.Servers[name].RegisterTools {
+				continue
+			}
+			errs = append(errs, c.registerTools(reg, c.conns[name])...)
+		}
+		if err := errors.Join(errs...); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// registerTools adds mcp.<server>.<tool> actions for a connected server.
+func (c *Client) registerTools(reg *schema.Registry, cn *conn) []error {
+	tools := cn.toolSnapshot()
+	names := make([]string, 0, len(tools))
+	for n := range tools {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var errs []error
+	for _, n := range names {
+		rt := tools[n]
+		if rt.schema == nil {
+			continue
+		}
+		desc := rt.def.Description
+		if desc == "" {
+			desc = rt.def.Title
+		}
+		err := reg.Register(schema.ActionSchema{
+			Name:        ToolActionPrefix + cn.name + "." + n,
+			Description: fmt.Sprintf("[MCP server %s] %s", cn.name, desc),
+			Runtime:     schema.RuntimeMCP, Trusted: true, Risk: rt.risk, Input: rt.schema.Input,
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("register tool %s of MCP server %s: %w", n, cn.name, err))
+		}
+	}
+	return errs
+}
+
+// Run calls the tool that a names: mcp_call's server and tool with its
+// arguments, or the tool of an mcp.<server>.<tool> action with its whole
+// input. It re-applies the allowlist (the guard has already), validates the
+// arguments, and returns the result payload documented at resultPayload.
+// Errors carry code mcp_error, timeout, invalid_input, action_disabled or
+// command_not_allowed.
+func (c *Client) Run(ctx context.Context, a action.Action) (map[string]any, error) {
+	t, ok, err := c.al.resolve(a)
+	if !ok {
+		return nil, action.Errorf(action.CodeUnknownAction, "%s is not an MCP action", a.Name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := c.al.permit(t); err != nil {
+		return nil, err
+	}
+	cn := c.conns[t.server]
+	if cn == nil { // permitted servers are enabled, and every enabled one has a conn
+		return nil, action.Errorf(action.CodeInternal, "MCP server %s has no connection", t.server)
+	}
+	return cn.call(ctx, t.tool, t.args)
+}
+
+// Check returns the guard step for MCP actions: AllowlistCheck's rules,
+// then the arguments validated against the tool's imported input schema
+// when the server has published it (otherwise Run validates them before
+// calling). Append it to the guard with Guard.Append; Mount does.
+func (c *Client) Check() policy.Check {
+	return policy.Check{Name: CheckName, Fn: func(_ context.Context, req *policy.Request) policy.Decision {
+		t, d := c.al.decide(req)
+		if !d.Allowed() || t.server == "" {
+			return d
+		}
+		cn := c.conns[t.server]
+		if cn == nil {
+			return d
+		}
+		if rt := cn.toolSnapshot()[t.tool]; rt != nil && rt.schema != nil {
+			if err := validateArgs(rt.schema, t.args); err != nil {
+				return policy.Decision{Code: err.Code, Message: err.Message}
+			}
+		}
+		return d
+	}}
+}
+
+// Mount mounts the client on h as runtime "mcp" (observations with source
+// mcp) and appends Check to h's guard. Call it while building h, before
+// the first Execute.
+func (c *Client) Mount(h *runtime.Harness) {
+	h.Mount(schema.RuntimeMCP, action.SourceMCP, c)
+	h.Guard().Append(c.Check())
+}
+
+// ServerTools returns, per connected server, the names of its allowed tools
+// as its last tools/list published them.
+func (c *Client) ServerTools() map[string][]string {
+	out := map[string][]string{}
+	for name, cn := range c.conns {
+		var tools []string
+		for t := range cn.toolSnapshot() {
+			tools = append(tools, t)
+		}
+		sort.Strings(tools)
+		out[name] = tools
+	}
+	return out
+}
+
+// Close stops every server the client started. It is safe to call more
+// than once; calls after Close fail with mcp_error.
+func (c *Client) Close() error {
+	c.once.Do(func() {
+		c.cancel()
+		var wg sync.WaitGroup
+		for _, cn := range c.conns {
+			wg.Add(1)
+			go func() { defer wg.Done(); cn.close() }()
+		}
+		wg.Wait()
+	})
+	return nil
+}

@@ -1,0 +1,195 @@
+package mcp
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/harness-runtime/harness/action"
+	"github.com/harness-runtime/harness/policy"
+)
+
+const (
+	// confirmID keys the confirmation in the elicitation's input requests.
+	confirmID = "confirm"
+	// confirmTTL bounds how long a shown preview may be confirmed.
+	confirmTTL = 10 * time.Minute
+
+	defaultReadHeaderTimeout = 10 * time.Second
+)
+
+// confirmAndRun runs a trusted action listed in
+// harness.mcp.bridge.trusted-actions: the first round asks the person,
+// through elicitation, to confirm the preview; the second, carrying the
+// answer and the signed request state, runs exactly the previewed action,
+// or refuses with stale_preview when the preview is no longer what was
+// shown.
+//
+// With clients of protocol revisions before 2026-07-28 the mcp-go server
+// plays both rounds itself (a server-initiated elicitation/create), so the
+// request state never leaves this process; newer clients echo it back, and
+// its HMAC under a per-process key keeps them from forging one.
+func (s *Server) confirmAndRun(ctx context.Context, req mcpgo.CallToolRequest, a action.Action) (*mcpgo.CallToolResult, error) {
+	if len(req.Params.InputResponses) == 0 && req.Params.RequestState == "" {
+		return s.askConfirmation(ctx, a)
+	}
+	hash, err := a.Hash()
+	if err != nil {
+		return toolResult(s.blocked(a, policy.Decision{Code: action.CodeInvalidInput, Message: err.Error()})), nil
+	}
+	shownPreview, ok := s.verifyState(req.Params.RequestState, hash, time.Now())
+	if !ok {
+		return toolResult(s.blocked(a, policy.Decision{Code: action.CodeStalePreview,
+			Message: "the confirmation does not match this action or has expired; call the tool again to see a new preview"})), nil
+	}
+	answer := mcpserver.ElicitationResponse(req.Params.InputResponses, confirmID)
+	if answer == nil || answer.Action != mcpgo.ElicitationResponseActionAccept || !confirmedIn(answer.Content) {
+		how := "declined"
+		if answer != nil && answer.Action == mcpgo.ElicitationResponseActionCancel {
+			how = "cancelled"
+		}
+		return toolResult(s.blocked(a, policy.Decision{Code: action.CodeTrustRequired,
+			Message: fmt.Sprintf("%s was not run: the person %s the confirmation", a.Name, how)})), nil
+	}
+	d, _, preview, err := s.h.Preview(ctx, a)
+	switch {
+	case !d.Allowed():
+		return toolResult(s.blocked(a, d)), nil
+	case err != nil:
+		return toolResult(errorObservation(a, err)), nil
+	}
+	if previewDigest(preview) != shownPreview {
+		return toolResult(s.blocked(a, policy.Decision{Code: action.CodeStalePreview,
+			Message: "what " + a.Name + " would do changed since the preview was confirmed; call the tool again to see the new preview"})), nil
+	}
+	a.Trusted = true
+	return toolResult(s.h.Execute(ctx, a)), nil
+}
+
+// askConfirmation previews the action and asks the person to confirm it.
+func (s *Server) askConfirmation(ctx context.Context, a action.Action) (*mcpgo.CallToolResult, error) {
+	if !clientCanElicit(ctx) {
+		obs := s.h.Execute(ctx, a) // refused by the guard: not trusted
+		if obs.Code == action.CodeTrustRequired {
+			obs.Message = a.Name + " needs the person's confirmation, and this MCP client cannot ask for it (no elicitation support): " +
+				"use a client that supports elicitation, or list it in harness.auto-approved-actions to run it without confirmation"
+		}
+		return toolResult(obs), nil
+	}
+	d, sc, preview, err := s.h.Preview(ctx, a)
+	switch {
+	case !d.Allowed():
+		return toolResult(s.blocked(a, d)), nil
+	case err != nil:
+		return toolResult(errorObservation(a, err)), nil
+	}
+	hash, herr := a.Hash()
+	if herr != nil {
+		return toolResult(s.blocked(a, policy.Decision{Code: action.CodeInvalidInput, Message: herr.Error()})), nil
+	}
+	state := s.signState(hash, previewDigest(preview), time.Now())
+	risk := "read"
+	if sc != nil {
+		risk = string(sc.Risk)
+	}
+	who := strings.TrimPrefix(clientName(ctx), "mcp:")
+	if who == "" {
+		who = "The MCP client"
+	}
+	msg := fmt.Sprintf("%s asks Harness to run %s (risk: %s):\n\n%s\n\nRun it?", who, a.Name, risk, renderPreview(preview))
+	params := mcpgo.ElicitationParams{
+		Message: msg,
+		RequestedSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"confirm": map[string]any{"type": "boolean", "title": "Run " + a.Name, "description": "Run exactly what is shown above", "default": false},
+			},
+			"required": []string{"confirm"},
+		},
+	}
+	return mcpserver.NewInputRequestBuilder(state).Elicit(confirmID, params).ToolResult(), nil
+}
+
+// confirmedIn reports whether the form content says confirm: true.
+func confirmedIn(content any) bool {
+	m, ok := content.(map[string]any)
+	if !ok {
+		return false
+	}
+	v, _ := m["confirm"].(bool)
+	return v
+}
+
+func errorObservation(a action.Action, err error) action.Observation {
+	code := action.CodeOf(err)
+	return action.Observation{Action: a.Name, Source: action.SourceHarness, Status: action.StatusError, Code: code, Message: action.MessageOf(err)}
+}
+
+// previewDigest is the SHA-256 of the canonical preview.
+func previewDigest(p map[string]any) string {
+	raw, err := action.Canonical(p)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])
+}
+
+// signState binds an action hash and a preview digest to a time:
+// "v1.<unix>.<nonce>.<preview digest>.<hmac>".
+func (s *Server) signState(actionHash, preview string, now time.Time) string {
+	var nonce [8]byte
+	_, _ = rand.Read(nonce[:])
+	head := "v1." + strconv.FormatInt(now.Unix(), 10) + "." + hex.EncodeToString(nonce[:]) + "." + preview
+	return head + "." + s.mac(head, actionHash)
+}
+
+// verifyState returns the preview digest of a state signed for actionHash
+// that has not expired.
+func (s *Server) verifyState(state, actionHash string, now time.Time) (string, bool) {
+	i := strings.LastIndexByte(state, '.')
+	if i < 0 {
+		return "", false
+	}
+	head, sig := state[:i], state[i+1:]
+	if !hmac.Equal([]byte(sig), []byte(s.mac(head, actionHash))) {
+		return "", false
+	}
+	parts := strings.Split(head, ".")
+	if len(parts) != 4 || parts[0] != "v1" {
+		return "", false
+	}
+	unix, err := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil {
+		return "", false
+	}
+	at := time.Unix(unix, 0)
+	if now.Before(at.Add(-time.Minute)) || now.After(at.Add(confirmTTL)) {
+		return "", false
+	}
+	return parts[3], true
+}
+
+func (s *Server) mac(head, actionHash string) string {
+	m := hmac.New(sha256.New, s.key)
+	m.Write([]byte(head))
+	m.Write([]byte{0})
+	m.Write([]byte(actionHash))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// slogToLog adapts the bridge's logger for mcp-go's *log.Logger hooks.
+func slogToLog(l *slog.Logger) *log.Logger {
+	return slog.NewLogLogger(l.Handler(), slog.LevelWarn)
+}

@@ -1,0 +1,218 @@
+package mcp
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/harness-runtime/harness/action"
+)
+
+// Render returns the readable text of an observation, as the bridge puts it
+// beside the structured observation in a tool result: a file's content as
+// is, search matches as "path:line: text", a listing one entry a line
+// (directories end in "/"), a diff as a diff, a command's exit code and
+// output, an MCP tool's text; anything else as indented JSON. A refusal or
+// failure reads "blocked (code): message" or "error (code): message".
+//
+// The text is for people and models; programs should read the structured
+// observation, whose shape is stable.
+func Render(obs action.Observation) string {
+	var b strings.Builder
+	if obs.Status != action.StatusOK {
+		fmt.Fprintf(&b, "%s (%s): %s", obs.Status, obs.Code, obs.Message)
+		if len(obs.Payload) > 0 {
+			if body := renderPayload(obs.Payload); body != "" {
+				b.WriteString("\n\n")
+				b.WriteString(body)
+			}
+		}
+		return b.String()
+	}
+	return renderPayload(obs.Payload)
+}
+
+func renderPayload(p map[string]any) string {
+	switch {
+	case p == nil:
+		return ""
+	case isList(p["matches"]):
+		return renderMatches(p)
+	case isList(p["entries"]):
+		return renderEntries(p)
+	case isString(p["diff"]):
+		return renderDiff(p)
+	case isString(p["stdout"]) || isString(p["stderr"]):
+		return renderCommand(p)
+	case isString(p["content"]) && isString(p["path"]):
+		return renderFile(p)
+	case isString(p["text"]) && isString(p["server"]):
+		return p["text"].(string)
+	}
+	return indentJSON(p)
+}
+
+func renderMatches(p map[string]any) string {
+	var b strings.Builder
+	ms := maps(p["matches"])
+	for _, mm := range ms {
+		fmt.Fprintf(&b, "%v:%v: %v\n", mm["path"], mm["line"], mm["text"])
+	}
+	if len(ms) == 0 {
+		fmt.Fprintf(&b, "no matches for %v\n", p["query"])
+	}
+	if truthy(p["truncated"]) {
+		b.WriteString("… (more matches were not searched or not shown)\n")
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+func renderEntries(p map[string]any) string {
+	var b strings.Builder
+	es := maps(p["entries"])
+	for _, em := range es {
+		path := fmt.Sprint(em["path"])
+		if em["type"] == "dir" {
+			path += "/"
+		}
+		b.WriteString(path)
+		b.WriteByte('\n')
+	}
+	if len(es) == 0 {
+		b.WriteString("(empty)\n")
+	}
+	if truthy(p["truncated"]) {
+		b.WriteString("… (more entries not shown)\n")
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+func renderDiff(p map[string]any) string {
+	d := p["diff"].(string)
+	if d == "" {
+		return "(no changes)"
+	}
+	return strings.TrimSuffix(d, "\n")
+}
+
+func renderCommand(p map[string]any) string {
+	var b strings.Builder
+	if isList(p["argv"]) {
+		b.WriteString(argvLine(p["argv"]))
+		b.WriteByte('\n')
+	}
+	if code, ok := p["exit_code"]; ok {
+		fmt.Fprintf(&b, "exit code %v\n", code)
+	}
+	for _, k := range []string{"stdout", "stderr"} {
+		if s, _ := p[k].(string); s != "" {
+			fmt.Fprintf(&b, "--- %s\n%s", k, s)
+			if !strings.HasSuffix(s, "\n") {
+				b.WriteByte('\n')
+			}
+		}
+	}
+	if truthy(p["truncated"]) {
+		b.WriteString("… (output truncated)\n")
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+func renderFile(p map[string]any) string {
+	if truthy(p["binary"]) {
+		return fmt.Sprintf("%v: binary file, %v bytes", p["path"], p["size"])
+	}
+	s := p["content"].(string)
+	if truthy(p["truncated"]) {
+		s += fmt.Sprintf("\n… (truncated: %v has %v lines, %v bytes)", p["path"], p["lines"], p["size"])
+	}
+	return s
+}
+
+// renderPreview is what the person is asked to confirm: the diff of a
+// patch, the argv of a command, or the (sanitized) input.
+func renderPreview(p map[string]any) string {
+	switch {
+	case isString(p["diff"]):
+		return renderDiff(p)
+	case isList(p["argv"]):
+		var b strings.Builder
+		b.WriteString(argvLine(p["argv"]))
+		rest := make(map[string]any, len(p))
+		for k, v := range p {
+			if k != "argv" {
+				rest[k] = v
+			}
+		}
+		if len(rest) > 0 {
+			b.WriteString("\n")
+			b.WriteString(indentJSON(rest))
+		}
+		return b.String()
+	}
+	return indentJSON(p)
+}
+
+func indentJSON(v any) string {
+	raw, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(raw)
+}
+
+func isString(v any) bool { _, ok := v.(string); return ok }
+
+func isList(v any) bool {
+	switch v.(type) {
+	case []any, []map[string]any, []string:
+		return true
+	}
+	return false
+}
+
+// maps returns the objects of a list, whether it came from JSON ([]any) or
+// straight from a Go runtime ([]map[string]any).
+func maps(v any) []map[string]any {
+	switch l := v.(type) {
+	case []map[string]any:
+		return l
+	case []any:
+		out := make([]map[string]any, 0, len(l))
+		for _, e := range l {
+			if m, ok := e.(map[string]any); ok {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// argvLine renders an argv list as a shell-like line, quoting words that
+// need it so that the person sees exactly the arguments.
+func argvLine(v any) string {
+	var words []string
+	switch l := v.(type) {
+	case []string:
+		words = l
+	case []any:
+		for _, w := range l {
+			words = append(words, fmt.Sprint(w))
+		}
+	}
+	var b strings.Builder
+	b.WriteString("$")
+	for _, w := range words {
+		b.WriteByte(' ')
+		if w == "" || strings.ContainsAny(w, " \t\n'\"\\$`*?[]{}()<>|&;#~") {
+			b.WriteString(strconv.Quote(w))
+		} else {
+			b.WriteString(w)
+		}
+	}
+	return b.String()
+}
+
+func truthy(v any) bool { b, _ := v.(bool); return b }
