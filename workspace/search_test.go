@@ -1,9 +1,11 @@
 package workspace
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -265,4 +267,58 @@ func TestMatchSegsHostilePattern(t *testing.T) {
 	if !matchSegs(pat, names) {
 		t.Fatal("did not match")
 	}
+}
+
+// FuzzSearchLines checks that the buffer-wide matcher (line-local regexp
+// rewrite, required-literal prefilter, literal fast path) finds exactly
+// the lines that matching each line on its own with the original pattern
+// finds.
+func FuzzSearchLines(f *testing.F) {
+	f.Add("a\\s+b", "a b\na\nb\n", true, false)
+	f.Add("^x$", "x\nxx\n\nx", true, false)
+	f.Add("foo", "foo\nFOO\nfo o\n", false, true)
+	f.Add("[^a]b", "ab\n\nb\ncb\n", true, false)
+	f.Add("\\Ay.*z\\z", "yz\ny\nz\nyaz", true, false)
+	f.Add("x*", "\n\nx\n", true, false)
+	f.Fuzz(func(t *testing.T, pattern, text string, isRegex, fold bool) {
+		if pattern == "" || len(pattern) > 64 || len(text) > 4096 {
+			return
+		}
+		refPattern := pattern
+		if !isRegex {
+			refPattern = regexp.QuoteMeta(pattern)
+		}
+		if fold {
+			refPattern = "(?i)" + refPattern
+		}
+		ref, err := regexp.Compile(refPattern)
+		if err != nil {
+			return
+		}
+		m, err := newMatcher(pattern, isRegex, fold)
+		if err != nil {
+			t.Fatalf("newMatcher(%q) failed where regexp.Compile did not: %v", pattern, err)
+		}
+		var want []int
+		for i, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+			if text == "" {
+				break
+			}
+			if ref.MatchString(line) {
+				want = append(want, i+1)
+			}
+		}
+		sc := &scanner{m: m, buf: make([]byte, 64), limit: 1 << 20}
+		ms, binary, err := sc.scan(context.Background(), strings.NewReader(text), -1, "f")
+		if err != nil || binary {
+			return
+		}
+		var got []int
+		for _, mt := range ms {
+			got = append(got, mt.line)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("pattern %q regex=%v fold=%v text %q: lines %v, want %v", pattern, isRegex, fold, text, got, want)
+		}
+	})
 }
