@@ -24,8 +24,8 @@ const (
 	Error      EventType = "error"
 )
 
-// Event is one AHP event. Payload is always sanitized before an Event is
-// built: no sink ever sees raw input.
+// Event is one AHP event. Its payload is always sanitized before the Event
+// is built: no sink ever sees raw input.
 type Event struct {
 	Version   string         `json:"ahp_version"`
 	EventID   string         `json:"event_id"`
@@ -34,11 +34,36 @@ type Event struct {
 	AgentID   string         `json:"agent_id"`
 	Timestamp time.Time      `json:"timestamp"`
 	Depth     int            `json:"depth"`
-	Payload   map[string]any `json:"payload"`
+	Payload   *ActionPayload `json:"payload"`
 }
 
-// Sink receives events. Emit must not keep ev.Payload beyond the call
-// unless it copies it. An error from a sink in the fail-closed set (the
+// ActionPayload is the payload of pre_action, post_action and error
+// events: who asked for which action in which task and step, its sanitized
+// input (pre_action), and a summary of its observation (post_action and
+// error), never the observation's payload itself.
+type ActionPayload struct {
+	ActionID    string              `json:"action_id"`
+	Action      string              `json:"action"`
+	Tenant      string              `json:"tenant,omitempty"`
+	TaskID      string              `json:"task_id,omitempty"`
+	StepID      string              `json:"step_id,omitempty"`
+	Principal   string              `json:"principal,omitempty"`
+	Trusted     bool                `json:"trusted"`
+	Input       any                 `json:"input,omitempty"`
+	Observation *ObservationSummary `json:"observation,omitempty"`
+}
+
+// ObservationSummary is what an event says of an observation.
+type ObservationSummary struct {
+	Source      string   `json:"source"`
+	Status      string   `json:"status"`
+	Code        string   `json:"code"`
+	LatencyMS   float64  `json:"latency_ms"`
+	Message     string   `json:"message,omitempty"`
+	PayloadKeys []string `json:"payload_keys,omitempty"`
+}
+
+// Sink receives events. Emit must not change ev.Payload; it may keep it. An error from a sink in the fail-closed set (the
 // audit log, for trusted actions) refuses the action.
 type Sink interface {
 	Emit(ctx context.Context, ev Event) error

@@ -274,27 +274,15 @@ func (f *eventFrame) emit(t ahp.EventType, obs *action.Observation, durable bool
 	if h.recorder == nil && len(h.subscribers) == 0 {
 		return nil
 	}
-	p := make(map[string]any, 10)
-	p["action_id"] = f.id
-	p["action"] = f.a.Name
-	if f.a.Tenant != "" {
-		p["tenant"] = f.a.Tenant
+	p := &ahp.ActionPayload{
+		ActionID: f.id, Action: f.a.Name, Tenant: f.a.Tenant, TaskID: f.a.TaskID, StepID: f.a.StepID,
+		Principal: f.principal, Trusted: f.a.Trusted,
 	}
-	if f.a.TaskID != "" {
-		p["task_id"] = f.a.TaskID
-	}
-	if f.a.StepID != "" {
-		p["step_id"] = f.a.StepID
-	}
-	if f.principal != "" {
-		p["principal"] = f.principal
-	}
-	p["trusted"] = f.a.Trusted
 	if t == ahp.PreAction {
-		p["input"] = f.input
+		p.Input = f.input
 	}
 	if obs != nil {
-		p["observation"] = summarize(h.sanitizer, obs)
+		p.Observation = summarize(h.sanitizer, obs)
 	}
 	agent := f.a.AgentID
 	if agent == "" {
@@ -321,13 +309,12 @@ func (f *eventFrame) emit(t ahp.EventType, obs *action.Observation, durable bool
 
 // summarize is what an event says of an observation: never the payload
 // itself, only its keys.
-func summarize(s Sanitizer, o *action.Observation) map[string]any {
-	sum := map[string]any{
-		"source": string(o.Source), "status": string(o.Status), "code": string(o.Code),
-		"latency_ms": o.LatencyMS,
+func summarize(s Sanitizer, o *action.Observation) *ahp.ObservationSummary {
+	sum := &ahp.ObservationSummary{
+		Source: string(o.Source), Status: string(o.Status), Code: string(o.Code), LatencyMS: o.LatencyMS,
 	}
 	if o.Message != "" {
-		sum["message"] = s.String(o.Message)
+		sum.Message = s.String(o.Message)
 	}
 	if len(o.Payload) > 0 {
 		keys := make([]string, 0, len(o.Payload))
@@ -335,7 +322,7 @@ func summarize(s Sanitizer, o *action.Observation) map[string]any {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		sum["payload_keys"] = keys
+		sum.PayloadKeys = keys
 	}
 	return sum
 }

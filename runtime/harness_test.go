@@ -95,7 +95,7 @@ func TestBuiltinActionEventsAreSanitized(t *testing.T) {
 		if ev.Version != "2.4" || ev.SessionID != "s-1" || ev.AgentID == "" || ev.Timestamp.IsZero() {
 			t.Fatalf("event frame %+v", ev)
 		}
-		if ev.Payload["task_id"] != "t-1" || ev.Payload["step_id"] != "3" || ev.Payload["action_id"] != obs.ActionID {
+		if ev.Payload.TaskID != "t-1" || ev.Payload.StepID != "3" || ev.Payload.ActionID != obs.ActionID {
 			t.Fatalf("event ids %+v", ev.Payload)
 		}
 		raw, _ := json.Marshal(ev)
@@ -103,21 +103,21 @@ func TestBuiltinActionEventsAreSanitized(t *testing.T) {
 			t.Fatalf("a secret reached an event: %s", raw)
 		}
 	}
-	in := pre[0].Payload["input"].(map[string]any)
+	in := pre[0].Payload.Input.(map[string]any)
 	if in["user"] != "ann" || !strings.HasPrefix(in["password"].(string), "hmac-sha256:") {
 		t.Fatalf("sanitized input %+v", in)
 	}
 	if !strings.Contains(in["note"].(string), "hmac-sha256:") {
 		t.Fatalf("secret-shaped value not redacted: %v", in["note"])
 	}
-	sum := post[0].Payload["observation"].(map[string]any)
-	if sum["status"] != "ok" || sum["source"] != "builtin" {
+	sum := post[0].Payload.Observation
+	if sum.Status != "ok" || sum.Source != "builtin" {
 		t.Fatalf("observation summary %+v", sum)
 	}
-	if keys, _ := sum["payload_keys"].([]string); len(keys) != 1 || keys[0] != "welcome" {
-		t.Fatalf("payload keys %v", sum["payload_keys"])
+	if len(sum.PayloadKeys) != 1 || sum.PayloadKeys[0] != "welcome" {
+		t.Fatalf("payload keys %v", sum.PayloadKeys)
 	}
-	if _, leaked := sum["payload"]; leaked {
+	if raw, _ := json.Marshal(post[0]); strings.Contains(string(raw), "hello ann") {
 		t.Fatal("post_action carries the payload itself")
 	}
 }

@@ -59,6 +59,7 @@ type ActionSchema struct {
 	Sensitive []string `json:"sensitive_fields,omitempty"`
 
 	compiled *jsonschema.Schema
+	fast     *fastNode // nil when the schema is outside the fast subset
 }
 
 // Validate checks input against the action's compiled input schema. The
@@ -71,6 +72,9 @@ func (s *ActionSchema) Validate(input map[string]any) error {
 	var v any = input
 	if input == nil {
 		v = map[string]any{}
+	}
+	if s.fast != nil && s.fast.check(v) == valid {
+		return nil
 	}
 	err := validate(s.compiled, v)
 	if err == nil {
@@ -198,6 +202,7 @@ func (r *Registry) Register(s ActionSchema) error {
 	}
 	s.Input = raw
 	s.compiled = compiled
+	s.fast = compileFast(raw)
 	s.Sensitive = append([]string(nil), s.Sensitive...)
 
 	r.mu.Lock()
