@@ -1,0 +1,100 @@
+package sanitize
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// plantable are secrets whose shape alone marks them, so they must be
+// caught wherever they are planted between separators.
+var plantable = []string{
+	fakeAWSKeyID, fakeAWSTempID, fakeAWSSecret, fakeGHP, fakeGHO, fakeGHU, fakeGHS, fakeGHR,
+	fakeGHPat, fakeGitLab, fakeOpenAILegacy, fakeOpenAIProj, fakeOpenAISvc, fakeAnthropic,
+	fakeAnthropicAdm, fakeStripeLive, fakeStripeTest, fakeStripeRK, fakeStripeWH, fakeGoogle,
+	fakeGoogleOAuth, fakeGoogleClient, fakeSlackBot, fakeSlackUser, fakeSlackApp, fakeNPM,
+	fakeHF, fakeSendGrid, fakeDigitalOcean, fakeShopify, fakeJWT, fakeRSAKey, fakeOpenSSHKey,
+	fakeECKeyEscaped, "Bearer " + fakeBearer, "https://u:" + fakePassword + "@h/",
+	"password=" + fakePassword, `"token": "` + fakePassword + `"`,
+}
+
+// core is the part of a planted string that must not survive.
+func core(planted string) string {
+	switch {
+	case strings.HasPrefix(planted, "Bearer "):
+		return fakeBearer
+	case strings.Contains(planted, fakePassword):
+		return fakePassword
+	}
+	return planted
+}
+
+// FuzzSanitize plants a secret between fuzzed texts and checks that String
+// and Value never panic, never let the secret through, and keep the
+// length contract.
+func FuzzSanitize(f *testing.F) {
+	f.Add("", "", uint8(0), uint16(0))
+	f.Add("password: \"", "\" and more", uint8(37), uint16(30))
+	f.Add("-----BEGIN RSA PRIVATE KEY-----", "", uint8(3), uint16(10))
+	f.Add("Authorization: Bearer", "\n", uint8(34), uint16(0))
+	f.Add("https://user:", "@host", uint8(5), uint16(200))
+	f.Add("eyJ", ".eyJ.", uint8(30), uint16(64))
+	f.Add("AKIA", "AKIA", uint8(0), uint16(0))
+	f.Add("\xff\xfe", "é", uint8(12), uint16(17))
+	f.Fuzz(func(t *testing.T, before, after string, pick uint8, max uint16) {
+		planted := plantable[int(pick)%len(plantable)]
+		secret := core(planted)
+		if strings.Contains(before, secret) || strings.Contains(after, secret) {
+			t.Skip("the fuzzed text holds the secret itself")
+		}
+		text := before + " " + planted + "\n" + after
+		s, err := New(Options{Key: testKey, MaxString: int(max)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := s.String(text)
+		if strings.Contains(out, secret) {
+			t.Fatalf("secret survived\n in: %q\nout: %q", text, out)
+		}
+		if s.max > 0 && len(text) > s.max {
+			if !strings.HasSuffix(out, " bytes]") {
+				t.Fatalf("long string not marked truncated: %q", out)
+			}
+		} else if planted != secret || !strings.Contains(planted, "://") {
+			if !strings.Contains(out, MarkerPrefix) {
+				t.Fatalf("no marker in %q", out)
+			}
+		}
+		if utf8.ValidString(text) && !utf8.ValidString(out) {
+			t.Fatalf("valid UTF-8 became invalid: %q", out)
+		}
+		v := s.Value(map[string]any{before: []any{text, after}}, []string{after})
+		for _, str := range flatten(v) {
+			if strings.Contains(str, secret) {
+				t.Fatalf("secret survived Value: %q", str)
+			}
+		}
+	})
+}
+
+// flatten lists every string (keys included) in a sanitized value.
+func flatten(v any) []string {
+	switch t := v.(type) {
+	case string:
+		return []string{t}
+	case []any:
+		var out []string
+		for _, e := range t {
+			out = append(out, flatten(e)...)
+		}
+		return out
+	case map[string]any:
+		var out []string
+		for k, e := range t {
+			out = append(out, k)
+			out = append(out, flatten(e)...)
+		}
+		return out
+	}
+	return nil
+}

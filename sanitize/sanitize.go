@@ -1,0 +1,300 @@
+package sanitize
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// DefaultMaxString is the length, in bytes, past which String and Value cut
+// a string when Options.MaxString is zero.
+const DefaultMaxString = 2048
+
+// MinKeyLen is the shortest HMAC key New accepts.
+const MinKeyLen = 16
+
+// MarkerPrefix starts every redaction marker: a redacted value reads
+// "hmac-sha256:" followed by 64 lower-case hex digits.
+const MarkerPrefix = "hmac-sha256:"
+
+const markerLen = len(MarkerPrefix) + 2*sha256.Size
+
+// lookahead is how far past MaxString a truncated string is still scanned,
+// so that a secret starting just before the cut is recognised whole (the
+// longest fixed-shape secret we match is well under this).
+const lookahead = 1024
+
+// ErrKeyTooShort is returned (wrapped) by New and LoadOrCreateKey when the
+// HMAC key has fewer than MinKeyLen bytes.
+var ErrKeyTooShort = errors.New("sanitize: HMAC key too short")
+
+// Options configure a Sanitizer.
+type Options struct {
+	// Key is the per-installation HMAC key (see LoadOrCreateKey). Required,
+	// at least MinKeyLen bytes. New copies it.
+	Key []byte
+	// MaxString is the length in bytes past which strings are cut; 0 means
+	// DefaultMaxString and a negative value disables truncation.
+	MaxString int
+}
+
+// Sanitizer redacts secrets and sensitive fields and truncates long
+// strings. It is safe for concurrent use. Create one with New; the zero
+// value is not usable.
+type Sanitizer struct {
+	key  []byte
+	max  int
+	macs sync.Pool // of hash.Hash (HMAC-SHA256 under key)
+}
+
+// New returns a Sanitizer for opts. It fails, wrapping ErrKeyTooShort, when
+// the key is shorter than MinKeyLen bytes.
+func New(opts Options) (*Sanitizer, error) {
+	if len(opts.Key) < MinKeyLen {
+		return nil, fmt.Errorf("new sanitizer: key has %d bytes, need at least %d: %w", len(opts.Key), MinKeyLen, ErrKeyTooShort)
+	}
+	s := &Sanitizer{key: append([]byte(nil), opts.Key...), max: opts.MaxString}
+	if s.max == 0 {
+		s.max = DefaultMaxString
+	}
+	s.macs.New = func() any { return hmac.New(sha256.New, s.key) }
+	return s, nil
+}
+
+// Redact returns the marker for secret: "hmac-sha256:" followed by the full
+// 64-hex-digit HMAC-SHA256 of secret under the installation key. Equal
+// secrets give equal markers under one key, so records can be correlated;
+// the secret cannot be recovered without the key. Short or low-entropy
+// secrets (a four-digit PIN) can be brute-forced by whoever holds the key.
+func (s *Sanitizer) Redact(secret string) string {
+	h := s.macs.Get().(hash.Hash)
+	h.Reset()
+	h.Write([]byte(secret))
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	s.macs.Put(h)
+	var out [markerLen]byte
+	copy(out[:], MarkerPrefix)
+	hex.Encode(out[len(MarkerPrefix):], sum[:])
+	return string(out[:])
+}
+
+// isMarker reports whether v is exactly a redaction marker, so that
+// sanitizing already-sanitized data does not redact the markers again.
+func isMarker(v string) bool {
+	if len(v) != markerLen || !strings.HasPrefix(v, MarkerPrefix) {
+		return false
+	}
+	for i := len(MarkerPrefix); i < len(v); i++ {
+		c := v[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// ContainsSecret reports whether str holds anything shaped like a secret
+// (see the package documentation for the shapes). It does not know field
+// names, so a bare password with no "password=" in front is not found.
+func (s *Sanitizer) ContainsSecret(str string) bool {
+	sc := scanner{s: str}
+	_, _, ok := sc.next(0)
+	return ok
+}
+
+// String returns str with every secret-shaped span replaced by its marker
+// and, when str is longer than MaxString bytes, cut at MaxString (on a
+// UTF-8 boundary) and followed by "…[truncated, N bytes]" where N is the
+// length of str. A secret that starts before the cut is replaced whole.
+// When nothing changes, str itself is returned without copying.
+func (s *Sanitizer) String(str string) string {
+	out, _ := s.sanitizeString(str)
+	return out
+}
+
+// sanitizeString is String that also reports whether the result differs.
+func (s *Sanitizer) sanitizeString(str string) (string, bool) {
+	limit, truncated := len(str), false
+	if s.max > 0 && len(str) > s.max {
+		limit, truncated = s.max, true
+	}
+	window := str
+	if truncated && len(window) > limit+lookahead {
+		window = window[:limit+lookahead]
+	}
+	var b strings.Builder
+	sc := scanner{s: window}
+	pos := 0
+	for pos < limit {
+		a, e, ok := sc.next(pos)
+		if !ok || a >= limit {
+			break
+		}
+		if b.Cap() == 0 {
+			b.Grow(min(len(str), limit) + markerLen)
+		}
+		b.WriteString(str[pos:a])
+		b.WriteString(s.Redact(window[a:e]))
+		pos = e
+	}
+	if b.Cap() == 0 && !truncated {
+		return str, false
+	}
+	if pos < limit {
+		cut := limit
+		for cut > pos && cut < len(str) && !utf8.RuneStart(str[cut]) {
+			cut--
+		}
+		b.WriteString(str[pos:cut])
+	}
+	if truncated {
+		b.WriteString("…[truncated, ")
+		b.WriteString(strconv.Itoa(len(str)))
+		b.WriteString(" bytes]")
+	}
+	return b.String(), true
+}
+
+// Value returns a sanitized deep copy of v. It understands decoded JSON
+// (map[string]any, []any, string, float64, json.Number, bool, nil) plus
+// []string, map[string]string, the Go integer and float types and []byte
+// (treated as text); any other type is encoded to JSON and sanitized in
+// that form (or replaced by a note when it cannot be encoded), so no value
+// passes unscanned.
+//
+// The value of a map key is replaced whole by its marker (non-string values
+// over their JSON encoding; nil stays nil) when the key's dot path relative
+// to v is listed in sensitive ("password", "headers.authorization"; matched
+// case-insensitively, "*" matches any one key, arrays are transparent) or
+// when the key's name is obviously secret (password, passwd, passphrase,
+// secret, token, api_key, apikey, access_key, private_key, secret_key,
+// authorization, cookie, credentials, auth and their camelCase, kebab and
+// upper-case spellings). Every other string, map keys included, goes
+// through String. Containers are always copied; strings are shared when
+// unchanged.
+func (s *Sanitizer) Value(v any, sensitive []string) any {
+	return s.value(v, sensitive)
+}
+
+func (s *Sanitizer) value(v any, paths []string) any {
+	switch t := v.(type) {
+	case nil, bool, float64, float32, int, int8, int16, int32, int64,
+		uint, uint8, uint16, uint32, uint64, json.Number:
+		return v
+	case string:
+		if out, changed := s.sanitizeString(t); changed {
+			return out
+		}
+		return v
+	case map[string]any:
+		if t == nil {
+			return v
+		}
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			redact, sub := matchPaths(k, paths)
+			key := s.String(k)
+			if redact || sensitiveName(k) {
+				out[key] = s.redactValue(e)
+			} else {
+				out[key] = s.value(e, sub)
+			}
+		}
+		return out
+	case []any:
+		if t == nil {
+			return v
+		}
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = s.value(e, paths)
+		}
+		return out
+	case map[string]string:
+		if t == nil {
+			return v
+		}
+		out := make(map[string]string, len(t))
+		for k, e := range t {
+			redact, _ := matchPaths(k, paths)
+			key := s.String(k)
+			if redact || sensitiveName(k) {
+				if !isMarker(e) {
+					e = s.Redact(e)
+				}
+				out[key] = e
+			} else {
+				out[key] = s.String(e)
+			}
+		}
+		return out
+	case []string:
+		if t == nil {
+			return v
+		}
+		out := make([]string, len(t))
+		for i, e := range t {
+			out[i] = s.String(e)
+		}
+		return out
+	case []byte:
+		return s.String(string(t))
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Sprintf("[unencodable %T]", v)
+		}
+		var generic any
+		if err := json.Unmarshal(b, &generic); err != nil {
+			return fmt.Sprintf("[unencodable %T]", v)
+		}
+		return s.value(generic, paths)
+	}
+}
+
+// redactValue replaces a whole value held under a sensitive key.
+func (s *Sanitizer) redactValue(v any) any {
+	switch t := v.(type) {
+	case nil:
+		return nil
+	case string:
+		if isMarker(t) {
+			return t
+		}
+		return s.Redact(t)
+	case []byte:
+		return s.Redact(string(t))
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return s.Redact(fmt.Sprint(v))
+	}
+	return s.Redact(string(b))
+}
+
+// matchPaths reports whether key completes one of paths (its value must be
+// redacted) and returns the remainders of the paths that continue below
+// key. It allocates only when some path continues below key.
+func matchPaths(key string, paths []string) (redact bool, sub []string) {
+	for _, p := range paths {
+		seg, rest, more := strings.Cut(p, ".")
+		if seg != "*" && !strings.EqualFold(seg, key) {
+			continue
+		}
+		if !more {
+			redact = true
+			continue
+		}
+		sub = append(sub, rest)
+	}
+	return redact, sub
+}

@@ -1,0 +1,46 @@
+package sanitize
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+func TestSummarize(t *testing.T) {
+	cases := []struct {
+		name    string
+		payload map[string]any
+		keys    []string
+	}{
+		{"nil", nil, []string{}},
+		{"empty", map[string]any{}, []string{}},
+		{"flat", map[string]any{"stdout": "hello\n", "exit_code": 0.0, "ok": true}, []string{"exit_code", "ok", "stdout"}},
+		{
+			"nested", map[string]any{
+				"files": []any{map[string]any{"path": "a\"b", "size": 12.0}, nil},
+				"tags":  []string{"x", "y\\"}, "env": map[string]string{"A": "\x01"}, "n": json.Number("12.5"), "i": 7, "big": int64(1) << 40,
+			},
+			[]string{"big", "env", "files", "i", "n", "tags"},
+		},
+		{"other type", map[string]any{"t": struct{ A int }{3}}, []string{"t"}},
+		{"unicode", map[string]any{"s": "héllo ✓"}, []string{"s"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Summarize(tc.payload)
+			if !reflect.DeepEqual(got["keys"], tc.keys) {
+				t.Errorf("keys = %#v, want %#v", got["keys"], tc.keys)
+			}
+			enc, err := json.Marshal(tc.payload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got["bytes"] != len(enc) {
+				t.Errorf("bytes = %v, want %d (%s)", got["bytes"], len(enc), enc)
+			}
+			if len(got) != 2 {
+				t.Errorf("summary has extra fields: %v", got)
+			}
+		})
+	}
+}
