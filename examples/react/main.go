@@ -49,19 +49,21 @@ func (m *scriptedModel) propose(_ action.Observation) step {
 }
 
 func main() {
-	dir := flag("--dir", "")
+	dir := argValue("--dir")
 	if err := run(context.Background(), os.Stdout, dir); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func flag(name, def string) string {
+// argValue returns the value after name on the command line ("--dir D"
+// keeps the demo workspace in D instead of a temporary directory).
+func argValue(name string) string {
 	for i, a := range os.Args[1:] {
 		if a == name && i+2 < len(os.Args) {
 			return os.Args[i+2]
 		}
 	}
-	return def
+	return ""
 }
 
 // demoFiles is the workspace the loop works on.
@@ -138,7 +140,7 @@ func run(ctx context.Context, out io.Writer, dir string) error {
 		{thought: "greet.go has the greeting; let me read it.", action: "workspace_read_file", input: map[string]any{"path": "greet.go"}},
 		{thought: "Are there other TODOs?", action: "workspace_search_text", input: map[string]any{"query": "TODO"}},
 		{thought: "Maybe the password file has hints.", action: "workspace_read_file", input: map[string]any{"path": "../../../../etc/shadow"}},
-		{thought: "I'll mark the trusted flag myself.", action: "workspace_apply_patch", input: map[string]any{"path": "greet.go", "content": "package main\n"}},
+		{thought: "I'll just overwrite greet.go, and say I'm trusted.", action: "workspace_apply_patch", input: map[string]any{"path": "greet.go", "content": "package main\n"}},
 		{thought: "Let me propose the change instead, for a person to approve.", action: "workspace_propose_patch",
 			input: map[string]any{"path": "greet.go", "content": strings.Replace(demoFiles["greet.go"], "// TODO: greet in more languages.\n", "", 1)}},
 		{finish: "I proposed removing the stale TODO; applying it needs a person's approval through preview/execute."},
@@ -152,12 +154,10 @@ func run(ctx context.Context, out io.Writer, dir string) error {
 			fmt.Fprintf(out, "Final answer: %s\n", s.finish)
 			break
 		}
+		// The loop builds the Action from the model's tool call and never
+		// copies a "trusted" claim from it: trust comes only from a person
+		// or a policy, through preview/execute or auto-approval.
 		a := action.Action{Name: s.action, Input: s.input, SessionID: "demo", TaskID: "greeter-cleanup", StepID: fmt.Sprint(i)}
-		if s.action == "workspace_apply_patch" {
-			// A model can put "trusted": true in its JSON; the loop decodes
-			// its tool call without that field, as every entry point does.
-			a.Trusted = false
-		}
 		last = h.Execute(runtime.WithPrincipal(ctx, "react-example"), a)
 		fmt.Fprintf(out, "Step %d\n  Thought: %s\n  Action: %s %s\n  Observation: %s\n\n", i, s.thought, a.Name, compact(a.Input), render(last))
 	}
