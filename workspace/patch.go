@@ -199,11 +199,13 @@ type current struct {
 }
 
 // checkTarget validates a root-relative path that a patch reads or writes:
-// the path rules (checkPath, or checkWritePath for writes), and no symlink
-// at it or at any of its parents: a patch never writes through a link.
+// the path rules (checkWritePath for writes, and for proposals whenever
+// writes are enabled, so that a proposal is refused like its apply would
+// be; checkPath otherwise), and no symlink at it or at any of its parents:
+// a patch never writes through a link.
 func (w *Workspace) checkTarget(rel string, write bool) (string, error) {
 	var err error
-	if write {
+	if write || w.opts.WriteEnabled {
 		rel, err = w.checkWritePath(rel)
 	} else {
 		rel, err = w.checkPath(rel)
@@ -580,6 +582,17 @@ func (w *Workspace) ApplyPlan(ctx context.Context, plan PatchPlan) error {
 	return nil
 }
 
+// testHookCommitStep, when set by a test, runs before each rename or
+// removal of ApplyPlan's commit phase; an error it returns fails that step.
+var testHookCommitStep func(rel string) error
+
+func commitStep(rel string) error {
+	if testHookCommitStep != nil {
+		return testHookCommitStep(rel)
+	}
+	return nil
+}
+
 // patchTx is one ApplyPlan: the steps done so far, to undo on failure.
 type patchTx struct {
 	w     *Workspace
@@ -612,12 +625,14 @@ func (tx *patchTx) run(plan PatchPlan) error {
 		if temps[i] == "" {
 			continue
 		}
+		if err := commitStep(f.Path); err != nil {
+			return err
+		}
 		if err := w.root.Rename(temps[i], f.Path); err != nil {
 			return fmt.Errorf("rename into %s: %w", f.Path, err)
 		}
 		tx.dropTemp(temps[i])
 		tx.syncs[path.Dir(f.Path)] = true
-		f := f
 		if f.SHA256Before != "" && f.OldPath == "" {
 			tx.undo = append(tx.undo, func() error { return tx.restore(f.Path, f.before, f.mode) })
 		} else {
@@ -634,11 +649,13 @@ func (tx *patchTx) run(plan PatchPlan) error {
 		default:
 			continue
 		}
+		if err := commitStep(gone); err != nil {
+			return err
+		}
 		if err := w.root.Remove(gone); err != nil {
 			return fmt.Errorf("remove %s: %w", gone, err)
 		}
 		tx.syncs[path.Dir(gone)] = true
-		f := f
 		tx.undo = append(tx.undo, func() error { return tx.restore(gone, f.before, f.mode) })
 	}
 	return nil
