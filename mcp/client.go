@@ -41,8 +41,9 @@ var _ runtime.Runtime = (*Client)(nil)
 // arguments are then validated before any call. For a server with
 // register-tools set, each allowed tool whose schema imported is also
 // registered in reg as a trusted action named mcp.<server>.<tool> whose
-// input is the tool's arguments (risk read for a readOnlyHint tool, write
-// for a destructiveHint one, network otherwise).
+// input is the tool's arguments (risk read for a readOnlyHint tool,
+// network for one that says destructiveHint: false, write otherwise, as
+// the MCP specification's defaults make an unannotated tool destructive).
 //
 // A server that cannot be reached at start is not an error: it is logged,
 // and the first call to it tries again (its tools are then not registered

@@ -201,17 +201,19 @@ func inputSchemaOf(t mcpgo.Tool) (json.RawMessage, error) {
 	return raw, nil
 }
 
-// riskOf reads a tool's annotations: read-only tools are read risk,
-// destructive ones write risk, anything else network risk (it reaches
-// another program that may do anything).
+// riskOf reads a tool's annotations as the MCP specification defines
+// their defaults: a tool is read risk only when it says readOnlyHint; a
+// tool that is not read-only is destructive unless it says
+// destructiveHint: false, so write risk; a non-destructive tool that still
+// changes something is network risk (it reaches another program).
 func riskOf(a mcpgo.ToolAnnotation) schema.Risk {
 	switch {
 	case a.ReadOnlyHint != nil && *a.ReadOnlyHint:
 		return schema.RiskRead
-	case a.DestructiveHint != nil && *a.DestructiveHint:
-		return schema.RiskWrite
+	case a.DestructiveHint != nil && !*a.DestructiveHint:
+		return schema.RiskNetwork
 	}
-	return schema.RiskNetwork
+	return schema.RiskWrite
 }
 
 func (c *conn) transport() (transport.Interface, *process, error) {

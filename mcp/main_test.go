@@ -1,0 +1,246 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/harness-runtime/harness/action"
+	"github.com/harness-runtime/harness/ahp"
+	"github.com/harness-runtime/harness/policy"
+	"github.com/harness-runtime/harness/runtime"
+)
+
+// The test binary doubles as the MCP peers the tests need: with
+// HARNESS_MCP_TEST_MODE=fake it is a small MCP server over stdio, with
+// HARNESS_MCP_TEST_MODE=bridge it is `harness mcp` over stdio on the root
+// and config named by HARNESS_MCP_TEST_ROOT and HARNESS_MCP_TEST_CONFIG.
+func TestMain(m *testing.M) {
+	switch os.Getenv("HARNESS_MCP_TEST_MODE") {
+	case "fake":
+		if err := mcpserver.ServeStdio(fakeServer()); err != nil {
+			fmt.Fprintln(os.Stderr, "fake server:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	case "bridge":
+		os.Exit(serveBridgeForTest())
+	}
+	os.Exit(m.Run())
+}
+
+func serveBridgeForTest() int {
+	cfg, err := policy.LoadFile(os.Getenv("HARNESS_MCP_TEST_CONFIG"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	cfg.Harness.Workspace.Root = os.Getenv("HARNESS_MCP_TEST_ROOT")
+	h, closeFn, err := buildHarness(cfg, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer closeFn()
+	srv, err := NewServer(h, cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	if err := srv.ServeStdio(context.Background(), os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// fakeServer is an MCP server with tools that succeed, fail, hang, die and
+// one that no test config allows.
+func fakeServer() *mcpserver.MCPServer {
+	s := mcpserver.NewMCPServer("fake", "1.0.0", mcpserver.WithToolCapabilities(false))
+	yes := true
+	echo := mcpgo.NewTool("echo", mcpgo.WithDescription("echo text"),
+		mcpgo.WithString("text", mcpgo.Required()), mcpgo.WithReadOnlyHintAnnotation(true))
+	s.AddTool(echo, func(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		text := req.GetString("text", "")
+		return &mcpgo.CallToolResult{
+			Content:           []mcpgo.Content{mcpgo.NewTextContent("echo: " + text)},
+			StructuredContent: map[string]any{"text": text, "pid": os.Getpid()},
+		}, nil
+	})
+	s.AddTool(mcpgo.NewTool("fail", mcpgo.WithDescription("always fails")), func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		return mcpgo.NewToolResultError("it failed on purpose"), nil
+	})
+	s.AddTool(mcpgo.NewTool("slow", mcpgo.WithNumber("ms", mcpgo.Required())), func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		select {
+		case <-time.After(time.Duration(req.GetFloat("ms", 0)) * time.Millisecond):
+		case <-ctx.Done():
+		}
+		return mcpgo.NewToolResultText("done"), nil
+	})
+	s.AddTool(mcpgo.NewTool("crash"), func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		fmt.Fprintln(os.Stderr, "fake server: crashing on purpose")
+		os.Exit(3)
+		return nil, nil
+	})
+	wipe := mcpgo.NewTool("wipe", mcpgo.WithDestructiveHintAnnotation(yes))
+	s.AddTool(wipe, func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		return mcpgo.NewToolResultText("wiped"), nil
+	})
+	return s
+}
+
+// fakeCommand is the command line that starts fakeServer over stdio.
+func fakeCommand(t testing.TB) []string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{"/usr/bin/env", "HARNESS_MCP_TEST_MODE=fake", exe}
+}
+
+// nopSanitizer passes values through; the sanitize package has its own tests.
+type nopSanitizer struct{}
+
+func (nopSanitizer) Value(v any, _ []string) any { return v }
+func (nopSanitizer) String(s string) string      { return s }
+
+// events collects what a Harness emits.
+type events struct {
+	mu  sync.Mutex
+	evs []ahp.Event
+}
+
+func (e *events) Emit(_ context.Context, ev ahp.Event) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.evs = append(e.evs, ev)
+	return nil
+}
+
+func (e *events) types(actionName string) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []string
+	for _, ev := range e.evs {
+		// Through JSON, so the test does not depend on the payload's Go type.
+		var m struct {
+			EventType string `json:"event_type"`
+			Payload   struct {
+				Action    string `json:"action"`
+				Principal string `json:"principal"`
+			} `json:"payload"`
+		}
+		raw, _ := json.Marshal(ev)
+		_ = json.Unmarshal(raw, &m)
+		if m.Payload.Action == actionName {
+			out = append(out, m.EventType+"@"+m.Payload.Principal)
+		}
+	}
+	return out
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// buildHarness builds a Harness on cfg's workspace root with the MCP client
+// mounted; sink, when set, subscribes to its events.
+func buildHarness(cfg *policy.Config, sink ahp.Sink) (*runtime.Harness, func(), error) {
+	cfg.Resolve()
+	h, ws, err := runtime.Build(cfg, runtime.BuildOptions{Sanitizer: nopSanitizer{}, Logger: quietLogger()})
+	if err != nil {
+		return nil, nil, err
+	}
+	if sink != nil {
+		h.Subscribe(sink)
+	}
+	closers := []func() error{ws.Close}
+	if len(cfg.Harness.MCP.Servers) > 0 {
+		c, err := NewClient(context.Background(), cfg.Harness.MCP, h.Registry(), quietLogger())
+		if err != nil {
+			ws.Close()
+			return nil, nil, err
+		}
+		c.Mount(h)
+		closers = append(closers, c.Close)
+	}
+	return h, func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			_ = closers[i]()
+		}
+	}, nil
+}
+
+// testConfig parses YAML and resolves it, failing the test on error.
+func testConfig(t testing.TB, yaml string) *policy.Config {
+	t.Helper()
+	cfg, err := policy.Parse("test.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// workspaceRoot makes a small workspace: a.txt, sub/b.txt.
+func workspaceRoot(t testing.TB) string {
+	t.Helper()
+	root := t.TempDir()
+	mustWrite(t, filepath.Join(root, "a.txt"), "hello world\nsecond line\n")
+	mustWrite(t, filepath.Join(root, "sub", "b.txt"), "a needle here\n")
+	return root
+}
+
+func mustWrite(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// nodeDir returns mcp/testdata/node when its node_modules are installed.
+// Without them the test fails under CI=true and is skipped otherwise.
+func nodeDir(t testing.TB) string {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("testdata", "node"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
+		msg := "the MCP interop tests need the npm packages: run `npm ci --prefix mcp/testdata/node`"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return dir
+}
+
+func obsString(o action.Observation) string {
+	b, _ := json.Marshal(o)
+	return string(b)
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
+
+var _ = strings.Contains
