@@ -1,0 +1,48 @@
+// Package trusted runs dangerous ("trusted") actions only after a preview:
+// preview -> one-time confirmation token -> execute (SPEC section 5), and
+// serves that flow, with plain untrusted execution and the schema
+// registry, as an HTTP API.
+//
+// # The flow
+//
+// Service.Preview runs the policy guard on the action as if it were
+// trusted, computes what it would do without doing it (for a patch the
+// unified diff and the SHA-256 of every file it touches; for a command the
+// argv, working directory, limits and sandbox; for anything else the
+// sanitized input) and mints a token: 256 bits from crypto/rand, returned
+// once and stored only as its SHA-256, bound to the canonical action hash,
+// the principal, the tenant, an expiry and the file preconditions.
+//
+// Service.Execute consumes the token atomically (exactly one of any number
+// of concurrent redeemers wins, across processes when the store is Redis),
+// checks the principal and tenant, checks that every file is still as
+// previewed (else stale_preview, and nothing is touched), and runs the
+// stored action with trust through the Harness, which runs the guard again
+// and records the events. An unknown, used, expired, malformed or foreign
+// token gets the same not_found answer.
+//
+// # What it does not guarantee
+//
+//   - The file check and the write are serialised per file within one
+//     process. Across processes sharing one workspace, a single-file apply
+//     also hands the previewed hash to the workspace as expected_sha256,
+//     which re-checks it just before writing; a multi-file patch relies on
+//     the check alone, so a write by another process in the instant between
+//     check and write is not detected. Commands carry no file precondition.
+//   - A token is consumed before the action is checked again, so a token
+//     whose action is then refused (stale, or blocked by a guard whose
+//     configuration changed) is spent: preview again.
+//   - The memory store lives and dies with the process and is not shared;
+//     replicas must share a RedisStore. The record (with the action's
+//     input) is kept in the store in clear; only the token is hashed.
+//
+// # HTTP
+//
+// Server is an http.Handler on the standard library's ServeMux: bearer
+// authentication against hashed keys (constant-time), permissions
+// agent:execute, agent:trusted and admin (which implies both), capped
+// bodies (413, on the Content-Length alone when it is too big), JSON
+// errors {"error":{"code","message"}}, /healthz, /readyz, /metrics
+// (Prometheus) and /openapi.json. Access logs name the route pattern,
+// never the path (which holds the token), headers or bodies.
+package trusted

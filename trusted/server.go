@@ -1,0 +1,482 @@
+package trusted
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/harness-runtime/harness/action"
+	"github.com/harness-runtime/harness/runtime"
+)
+
+// DefaultMaxBodyBytes caps request bodies when ServerOptions.MaxBodyBytes
+// is zero.
+const DefaultMaxBodyBytes = 4 << 20
+
+// HTTP error codes beyond the action codes. The action codes (not_found,
+// stale_preview, invalid_input, …) are used as they are.
+const (
+	CodeInvalidJSON      = "invalid_json"
+	CodeUnauthorized     = "unauthorized"
+	CodeForbidden        = "forbidden"
+	CodeTooLarge         = "too_large"
+	CodeMethodNotAllowed = "method_not_allowed"
+	CodeRateLimited      = "rate_limited"
+	CodeNotReady         = "not_ready"
+)
+
+// ReadyCheck is one dependency /readyz checks (the token store is always
+// checked; add the audit log and anything else the service needs).
+type ReadyCheck struct {
+	Name  string
+	Check func(ctx context.Context) error
+}
+
+// ServerOptions configure the HTTP API. Service and Keys are required.
+type ServerOptions struct {
+	Service *Service
+	Keys    *Keys
+	// MaxBodyBytes caps request bodies (413 beyond); zero means
+	// DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// MaxInFlight bounds the action requests being served at once; a
+	// request beyond it gets 429 at once. Zero means no bound.
+	MaxInFlight int
+	// Metrics receives the service's series; nil means NewMetrics().
+	// Token events are counted only when the Service was built with
+	// Options.Events set to Metrics.Token.
+	Metrics *Metrics
+	// Ready lists extra /readyz checks.
+	Ready []ReadyCheck
+	// Logger receives one access-log record per request: method, route
+	// pattern, status, duration, principal. Never the path (which holds
+	// tokens), headers, or bodies. Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Server is the HTTP API of SPEC section 5 (an http.Handler).
+type Server struct {
+	svc      *Service
+	keys     *Keys
+	maxBody  int64
+	inflight chan struct{}
+	metrics  *Metrics
+	ready    []ReadyCheck
+	log      *slog.Logger
+	mux      *http.ServeMux
+	routes   []Route
+}
+
+// Route is one served method and path pattern.
+type Route struct {
+	Method  string
+	Pattern string
+}
+
+//go:embed openapi.json
+var openAPI []byte
+
+// OpenAPI returns the OpenAPI 3.1 document of the API.
+func OpenAPI() []byte { return bytes.Clone(openAPI) }
+
+// NewServer returns the API handler.
+func NewServer(opts ServerOptions) (*Server, error) {
+	if opts.Service == nil || opts.Keys == nil {
+		return nil, errors.New("trusted.NewServer: Service and Keys are required")
+	}
+	s := &Server{
+		svc: opts.Service, keys: opts.Keys, maxBody: opts.MaxBodyBytes, metrics: opts.Metrics,
+		log: opts.Logger, mux: http.NewServeMux(),
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = DefaultMaxBodyBytes
+	}
+	if opts.MaxInFlight > 0 {
+		s.inflight = make(chan struct{}, opts.MaxInFlight)
+	}
+	if s.metrics == nil {
+		s.metrics = NewMetrics()
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.ready = append([]ReadyCheck{{Name: "token_store", Check: s.svc.Store().Ping}}, opts.Ready...)
+
+	s.handle("POST", "/v1/actions", PermExecute, true, s.postAction)
+	s.handle("POST", "/v1/actions/preview", PermTrusted, true, s.postPreview)
+	s.handle("POST", "/v1/actions/execute/{token}", PermTrusted, true, s.postExecute)
+	s.handle("GET", "/v1/schemas", PermExecute, false, public(s.getSchemas))
+	s.handle("GET", "/v1/schemas/{action}", PermExecute, false, public(s.getSchema))
+	s.handle("GET", "/healthz", "", false, public(s.getHealth))
+	s.handle("GET", "/readyz", "", false, public(s.getReady))
+	s.handle("GET", "/metrics", "", false, public(s.metrics.Handler().ServeHTTP))
+	s.handle("GET", "/openapi.json", "", false, public(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(openAPI)
+	}))
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, string(action.CodeNotFound), "no such route")
+	})
+	return s, nil
+}
+
+// Routes returns every served method and pattern, sorted.
+func (s *Server) Routes() []Route {
+	out := append([]Route(nil), s.routes...)
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Pattern != out[j].Pattern {
+			return out[i].Pattern < out[j].Pattern
+		}
+		return out[i].Method < out[j].Method
+	})
+	return out
+}
+
+// Metrics returns the server's metrics.
+func (s *Server) Metrics() *Metrics { return s.metrics }
+
+// ServeHTTP serves the API and writes the access log.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &recorder{ResponseWriter: w, status: http.StatusOK, route: "unmatched"}
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			s.log.Error("http: handler panicked", "route", rec.route, "panic", fmt.Sprint(p))
+			if !rec.wrote {
+				writeError(rec, http.StatusInternalServerError, string(action.CodeInternal), "internal error")
+			}
+		}
+		code := strconv.Itoa(rec.status)
+		s.metrics.requests.WithLabelValues(rec.route, code).Inc()
+		s.log.LogAttrs(r.Context(), slog.LevelInfo, "http request",
+			slog.String("method", r.Method), slog.String("route", rec.route), slog.Int("status", rec.status),
+			slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
+			slog.String("principal", rec.principal), slog.Int64("bytes_in", r.ContentLength),
+			slog.Int("bytes_out", rec.bytes), slog.String("remote", r.RemoteAddr))
+	}()
+	s.mux.ServeHTTP(rec, r)
+}
+
+// recorder captures what the access log and the metrics need.
+type recorder struct {
+	http.ResponseWriter
+	status    int
+	bytes     int
+	wrote     bool
+	route     string
+	principal string
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.status, r.wrote = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.wrote = true
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += n
+	return n, err
+}
+
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// keyHandler is a handler that runs for an authenticated key (nil on
+// routes that need no permission).
+type keyHandler func(w http.ResponseWriter, r *http.Request, k *Key)
+
+func public(h http.HandlerFunc) keyHandler {
+	return func(w http.ResponseWriter, r *http.Request, _ *Key) { h(w, r) }
+}
+
+// handle registers one route. The pattern is registered without a method
+// so that a wrong method gets a JSON 405 rather than the mux's plain text;
+// auth runs before the method check, so an anonymous caller learns nothing.
+func (s *Server) handle(method, pattern string, perm Permission, limited bool, h keyHandler) {
+	s.routes = append(s.routes, Route{Method: method, Pattern: pattern})
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		rec, _ := w.(*recorder)
+		if rec != nil {
+			rec.route = pattern
+		}
+		var key *Key
+		if perm != "" {
+			key = s.keys.Authenticate(bearer(r))
+			if key == nil {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="harness"`)
+				writeError(w, http.StatusUnauthorized, CodeUnauthorized, "missing or invalid bearer token")
+				return
+			}
+			if rec != nil {
+				rec.principal = key.Principal.Name
+			}
+			if !key.Allows(perm) {
+				writeError(w, http.StatusForbidden, CodeForbidden, "principal "+key.Principal.Name+" lacks the "+string(perm)+" permission")
+				return
+			}
+		}
+		if r.Method != method && !(method == "GET" && r.Method == "HEAD") {
+			w.Header().Set("Allow", method)
+			writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, "use "+method+" on this route")
+			return
+		}
+		if r.ContentLength > s.maxBody {
+			// Answer on the headers alone and close: reading (or draining)
+			// a body we refuse is work for the sender, not for us.
+			w.Header().Set("Connection", "close")
+			writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("request body exceeds %d bytes", s.maxBody))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
+		if limited && s.inflight != nil {
+			select {
+			case s.inflight <- struct{}{}:
+				defer func() { <-s.inflight }()
+			default:
+				w.Header().Set("Retry-After", "1")
+				writeError(w, http.StatusTooManyRequests, CodeRateLimited, "too many requests in flight; retry")
+				return
+			}
+		}
+		h(w, r, key)
+	})
+}
+
+// errorBody is the JSON of every error answer.
+type errorBody struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	var b errorBody
+	b.Error.Code, b.Error.Message = code, msg
+	writeJSON(w, status, b)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		data = []byte(`{"error":{"code":"internal","message":"response is not encodable"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(append(data, '\n'))
+}
+
+// decodeAction reads the request body as one Action. It answers the error
+// itself and returns false when the body is not one. Trusted is always
+// reset: trust never comes from a request body.
+func (s *Server) decodeAction(w http.ResponseWriter, r *http.Request) (action.Action, bool) {
+	var a action.Action
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			w.Header().Set("Connection", "close")
+			writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("request body exceeds %d bytes", s.maxBody))
+			return a, false
+		}
+		writeError(w, http.StatusBadRequest, CodeInvalidJSON, "cannot read the request body")
+		return a, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&a); err != nil {
+		writeDecodeError(w, err)
+		return a, false
+	}
+	if dec.More() {
+		writeError(w, http.StatusBadRequest, CodeInvalidJSON, "the body holds more than one JSON value")
+		return a, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		writeError(w, http.StatusBadRequest, CodeInvalidJSON, "trailing data after the JSON object")
+		return a, false
+	}
+	a.Trusted = false
+	return a, true
+}
+
+func writeDecodeError(w http.ResponseWriter, err error) {
+	var ute *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &ute):
+		field := ute.Field
+		if field == "" {
+			field = "body"
+		}
+		writeError(w, http.StatusBadRequest, string(action.CodeInvalidInput), fmt.Sprintf("%s: want %s, got JSON %s", field, ute.Type, ute.Value))
+	case errors.As(err, &se), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		writeError(w, http.StatusBadRequest, CodeInvalidJSON, "the body is not valid JSON: "+err.Error())
+	case strings.HasPrefix(err.Error(), "json: unknown field"):
+		writeError(w, http.StatusBadRequest, string(action.CodeInvalidInput), strings.TrimPrefix(err.Error(), "json: "))
+	default:
+		writeError(w, http.StatusBadRequest, CodeInvalidJSON, "the body is not an Action: "+err.Error())
+	}
+}
+
+// bindTenant applies a tenant-bound key to an action: the action's tenant
+// must be empty (it becomes the key's) or the key's own.
+func bindTenant(w http.ResponseWriter, k *Key, a *action.Action) bool {
+	t := k.Principal.Tenant
+	if t == "" {
+		return true
+	}
+	if a.Tenant != "" && a.Tenant != t {
+		writeError(w, http.StatusForbidden, string(action.CodeTenantNotAllowed), "principal "+k.Principal.Name+" may not act for tenant "+strconv.Quote(a.Tenant))
+		return false
+	}
+	a.Tenant = t
+	return true
+}
+
+func (s *Server) postAction(w http.ResponseWriter, r *http.Request, k *Key) {
+	a, ok := s.decodeAction(w, r)
+	if !ok || !bindTenant(w, k, &a) {
+		return
+	}
+	h := s.svc.Harness()
+	start := time.Now()
+	obs := h.Execute(runtime.WithPrincipal(r.Context(), k.Principal.Name), a)
+	s.observe(a.Name, obs, start)
+	writeJSON(w, http.StatusOK, obs)
+}
+
+func (s *Server) postPreview(w http.ResponseWriter, r *http.Request, k *Key) {
+	a, ok := s.decodeAction(w, r)
+	if !ok {
+		return
+	}
+	res, err := s.svc.Preview(r.Context(), k.Principal, a)
+	if err != nil {
+		s.writeActionError(w, err, previewStatus)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) postExecute(w http.ResponseWriter, r *http.Request, k *Key) {
+	start := time.Now()
+	obs, err := s.svc.Execute(r.Context(), k.Principal, r.PathValue("token"))
+	if err != nil {
+		if obs.Action != "" {
+			s.observe(obs.Action, obs, start)
+		}
+		s.writeActionError(w, err, executeStatus)
+		return
+	}
+	s.observe(obs.Action, obs, start)
+	writeJSON(w, http.StatusOK, obs)
+}
+
+func (s *Server) observe(name string, obs action.Observation, start time.Time) {
+	if _, ok := s.svc.Harness().Registry().Lookup(name); !ok {
+		name = "unregistered"
+	}
+	s.metrics.latency.WithLabelValues(name, string(obs.Status)).Observe(time.Since(start).Seconds())
+}
+
+func (s *Server) writeActionError(w http.ResponseWriter, err error, status func(action.Code) int) {
+	code := action.CodeOf(err)
+	msg := action.MessageOf(err)
+	if code == action.CodeInternal {
+		s.log.Error("http: internal error", "err", err)
+		msg = "internal error"
+	}
+	writeError(w, status(code), string(code), msg)
+}
+
+// previewStatus maps a refused preview to its HTTP status: 403 for a
+// refusal by policy or confinement, 429 for budgets, 500 for our own
+// faults, 504 for a timeout, 400 for everything that is the request's
+// fault (unknown action, invalid input, a patch that does not apply, a
+// file that does not exist).
+func previewStatus(c action.Code) int {
+	switch c {
+	case action.CodeTenantNotAllowed, action.CodeActionDisabled, action.CodeTrustedRuntimeDisabled,
+		action.CodeTrustRequired, action.CodePathOutsideRoot, action.CodeWriteDisabled,
+		action.CodeShellDisabled, action.CodeCommandNotAllowed, action.CodeArgumentNotAllowed,
+		action.CodeHarnessBlocked:
+		return http.StatusForbidden
+	case action.CodeBudgetExhausted, action.CodeRepeatedAction:
+		return http.StatusTooManyRequests
+	case action.CodeInternal, action.CodeMCPError:
+		return http.StatusInternalServerError
+	case action.CodeTimeout:
+		return http.StatusGatewayTimeout
+	}
+	return http.StatusBadRequest
+}
+
+// executeStatus maps a refused redeem: 404 for any token that cannot be
+// redeemed, 409 for a stale preview, 500 otherwise.
+func executeStatus(c action.Code) int {
+	switch c {
+	case action.CodeNotFound:
+		return http.StatusNotFound
+	case action.CodeStalePreview:
+		return http.StatusConflict
+	}
+	return http.StatusInternalServerError
+}
+
+func (s *Server) getSchemas(w http.ResponseWriter, r *http.Request) {
+	list := s.svc.Harness().Registry().List()
+	writeJSON(w, http.StatusOK, map[string]any{"actions": list})
+}
+
+func (s *Server) getSchema(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("action")
+	sc, ok := s.svc.Harness().Registry().Lookup(name)
+	if !ok {
+		writeError(w, http.StatusNotFound, string(action.CodeUnknownAction), "no action named "+strconv.Quote(name)+" is registered")
+		return
+	}
+	writeJSON(w, http.StatusOK, sc)
+}
+
+func (s *Server) getHealth(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) getReady(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	checks := map[string]string{}
+	ready := true
+	for _, c := range s.ready {
+		if err := c.Check(ctx); err != nil {
+			checks[c.Name] = err.Error()
+			ready = false
+		} else {
+			checks[c.Name] = "ok"
+		}
+	}
+	if !ready {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not_ready", "checks": checks,
+			"error": map[string]string{"code": CodeNotReady, "message": "a dependency is unreachable"}})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "checks": checks})
+}

@@ -1,0 +1,354 @@
+package trusted
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/harness-runtime/harness/action"
+	"github.com/harness-runtime/harness/runtime"
+)
+
+// Principal is an authenticated caller: who it is and, when its key is
+// bound to one, the tenant it acts for.
+type Principal struct {
+	Name   string
+	Tenant string
+}
+
+// DefaultTTL is how long a token is valid when Options.TTL is zero (SPEC:
+// token-ttl-seconds: 300).
+const DefaultTTL = 300 * time.Second
+
+// Options configure a Service. Harness is required.
+type Options struct {
+	Harness *runtime.Harness
+	// Store keeps the tokens; nil means a new MemoryStore (owned, and
+	// closed, by the Service).
+	Store TokenStore
+	// TTL is the lifetime of a token; zero means DefaultTTL.
+	TTL time.Duration
+	// Planners compute previews and file preconditions by action name.
+	// Actions without one are previewed by Harness.Preview (the runtime's
+	// Previewer, or the sanitized input) and carry no file precondition.
+	Planners map[string]Planner
+	// Files checks file preconditions at execute. A record with file
+	// preconditions and no Files checker is refused (fail closed).
+	Files FileChecker
+	// Events, when set, is told of every token event (see TokenEvent).
+	Events func(TokenEvent)
+	// Now replaces time.Now, for tests.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// TokenEvent names what happened to a token, for metrics.
+type TokenEvent string
+
+// Token events.
+const (
+	TokenMinted   TokenEvent = "minted"   // a preview stored a new token
+	TokenRedeemed TokenEvent = "redeemed" // a token was consumed and its action ran
+	TokenExpired  TokenEvent = "expired"  // a consumed token had expired; nothing ran
+	TokenRefused  TokenEvent = "refused"  // unknown, used, foreign or malformed token
+	TokenStale    TokenEvent = "stale"    // consumed, but the files changed since preview; nothing ran
+)
+
+// Service is the preview -> one-time token -> execute flow of SPEC section
+// 5, independent of HTTP. It is safe for concurrent use.
+type Service struct {
+	h        *runtime.Harness
+	store    TokenStore
+	ownStore bool
+	ttl      time.Duration
+	planners map[string]Planner
+	files    FileChecker
+	events   func(TokenEvent)
+	now      func() time.Time
+	log      *slog.Logger
+
+	// stripes serialise trusted executes that touch the same files in
+	// this process, so that the precondition check and the write are not
+	// interleaved with another trusted write of the same file.
+	stripes [64]sync.Mutex
+}
+
+// NewService returns a Service over opts.
+func NewService(opts Options) (*Service, error) {
+	if opts.Harness == nil {
+		return nil, errors.New("trusted.NewService: a Harness is required")
+	}
+	s := &Service{
+		h: opts.Harness, store: opts.Store, ttl: opts.TTL, planners: opts.Planners,
+		files: opts.Files, events: opts.Events, now: opts.Now, log: opts.Logger,
+	}
+	if s.store == nil {
+		s.store, s.ownStore = NewMemoryStore(0), true
+	}
+	if s.ttl <= 0 {
+		s.ttl = DefaultTTL
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.events == nil {
+		s.events = func(TokenEvent) {}
+	}
+	return s, nil
+}
+
+// Store returns the token store.
+func (s *Service) Store() TokenStore { return s.store }
+
+// Harness returns the dispatcher the service runs actions on.
+func (s *Service) Harness() *runtime.Harness { return s.h }
+
+// Close closes the store if the Service created it.
+func (s *Service) Close() error {
+	if s.ownStore {
+		return s.store.Close()
+	}
+	return nil
+}
+
+// PreviewResult is the answer to a preview: the token (returned once and
+// never stored), when it expires, what the action will do, and the
+// canonical hash of the action it is bound to.
+type PreviewResult struct {
+	Token      string         `json:"token"`
+	ExpiresAt  time.Time      `json:"expires_at"`
+	Preview    map[string]any `json:"preview"`
+	ActionHash string         `json:"action_hash"`
+}
+
+// Preview runs the guard on a as a trusted action for principal p,
+// computes what it would do without doing it, and mints a one-time token
+// bound to the action's canonical hash, p's name and tenant, an expiry and
+// the state of the files the action will touch.
+//
+// a.Trusted is ignored (trust comes from p's permission, which the caller
+// has checked). When p is bound to a tenant, a.Tenant must be empty (it is
+// then set to p's) or equal to it. A refusal is an *action.Error carrying
+// the guard's code; nothing is stored then.
+func (s *Service) Preview(ctx context.Context, p Principal, a action.Action) (PreviewResult, error) {
+	a.Trusted = false
+	if p.Tenant != "" {
+		if a.Tenant != "" && a.Tenant != p.Tenant {
+			return PreviewResult{}, action.Errorf(action.CodeTenantNotAllowed, "principal %s acts for tenant %q, not %q", p.Name, p.Tenant, a.Tenant)
+		}
+		a.Tenant = p.Tenant
+	}
+	ctx = runtime.WithPrincipal(ctx, p.Name)
+
+	var preview map[string]any
+	var files []FileState
+	if pl, ok := s.planners[a.Name]; ok {
+		ta := a
+		ta.Trusted = true
+		if d, _ := s.h.Decide(ctx, ta); !d.Allowed() {
+			return PreviewResult{}, &action.Error{Code: d.Code, Message: d.Message}
+		}
+		plan, err := pl.Plan(ctx, a)
+		if err != nil {
+			return PreviewResult{}, codeError(err)
+		}
+		preview, files = plan.Preview, plan.Files
+	} else {
+		d, _, pv, err := s.h.Preview(ctx, a)
+		if !d.Allowed() {
+			return PreviewResult{}, &action.Error{Code: d.Code, Message: d.Message}
+		}
+		if err != nil {
+			return PreviewResult{}, codeError(err)
+		}
+		preview = pv
+	}
+	if preview == nil {
+		preview = map[string]any{}
+	}
+
+	hash, err := a.Hash()
+	if err != nil {
+		return PreviewResult{}, action.Errorf(action.CodeInvalidInput, "action cannot be hashed: %v", err)
+	}
+	token, id, err := NewToken()
+	if err != nil {
+		return PreviewResult{}, &action.Error{Code: action.CodeInternal, Message: "cannot mint a token", Err: err}
+	}
+	now := s.now()
+	rec := Record{
+		Action: a, ActionHash: hash, Principal: p.Name, Tenant: p.Tenant,
+		CreatedAt: now.UTC(), ExpiresAt: now.Add(s.ttl).UTC(), Files: files,
+	}
+	if err := s.store.Put(ctx, id, rec); err != nil {
+		return PreviewResult{}, &action.Error{Code: action.CodeInternal, Message: "cannot store the token", Err: err}
+	}
+	s.events(TokenMinted)
+	return PreviewResult{Token: token, ExpiresAt: rec.ExpiresAt, Preview: preview, ActionHash: hash}, nil
+}
+
+// codeError makes sure err carries a code (internal when it has none).
+func codeError(err error) error {
+	var ae *action.Error
+	if errors.As(err, &ae) {
+		return err
+	}
+	return &action.Error{Code: action.CodeInternal, Message: err.Error(), Err: err}
+}
+
+// notFound is the one answer for an unknown, used, expired, malformed or
+// foreign token.
+func notFound() error {
+	return action.Errorf(action.CodeNotFound, "no such token (tokens are single-use and expire)")
+}
+
+// Execute redeems token for principal p and runs the action it was minted
+// for, with trust, through the Harness (so the guard runs again and the
+// events are emitted).
+//
+// The token is consumed atomically before anything else happens: of any
+// number of concurrent calls, across every replica sharing the store, at
+// most one gets past this point, and a token is never usable twice, even
+// when the action is then refused. An unknown, used, expired, malformed or
+// foreign token (another principal's or tenant's) gives the same
+// *action.Error with code not_found; a foreign caller does not consume it.
+//
+// Before running, every file precondition of the preview is checked; if a
+// file changed, the answer is code stale_preview and nothing is touched. In
+// this process the check and the run hold a lock per file; across
+// processes, a single-file apply additionally passes the previewed hash to
+// the workspace as expected_sha256, so the workspace re-checks it at the
+// write. Errors are *action.Error; a refused or failed action that did run
+// is an Observation, not an error.
+func (s *Service) Execute(ctx context.Context, p Principal, token string) (action.Observation, error) {
+	if !wellFormed(token) {
+		s.events(TokenRefused)
+		return action.Observation{}, notFound()
+	}
+	rec, err := s.store.Consume(ctx, TokenID(token), p.Name, p.Tenant)
+	if errors.Is(err, ErrTokenNotFound) {
+		s.events(TokenRefused)
+		return action.Observation{}, notFound()
+	}
+	if err != nil {
+		return action.Observation{}, &action.Error{Code: action.CodeInternal, Message: "token store unavailable", Err: err}
+	}
+	if !s.now().Before(rec.ExpiresAt) {
+		s.events(TokenExpired)
+		return action.Observation{}, notFound()
+	}
+	a := rec.Action
+	if h, err := a.Hash(); err != nil || h != rec.ActionHash {
+		// The store returned an action other than the one previewed.
+		s.log.Error("trusted: stored action does not match its hash; refusing", "action", a.Name)
+		return action.Observation{}, action.Errorf(action.CodeInternal, "the stored action does not match the previewed hash")
+	}
+
+	unlock := s.lockFiles(rec.Files)
+	defer unlock()
+	if err := s.checkFiles(ctx, rec.Files); err != nil {
+		s.events(TokenStale)
+		return action.Observation{}, err
+	}
+	a = withPrecondition(a, rec.Files)
+	a.Trusted = true
+	obs := s.h.Execute(runtime.WithPrincipal(ctx, p.Name), a)
+	if obs.Code == action.CodeStalePreview {
+		s.events(TokenStale)
+		return obs, &action.Error{Code: action.CodeStalePreview, Message: obs.Message}
+	}
+	s.events(TokenRedeemed)
+	return obs, nil
+}
+
+// checkFiles compares every precondition with the file as it is now.
+func (s *Service) checkFiles(ctx context.Context, want []FileState) error {
+	if len(want) == 0 {
+		return nil
+	}
+	if s.files == nil {
+		return action.Errorf(action.CodeInternal, "the preview has file preconditions but no file checker is configured")
+	}
+	for _, w := range want {
+		got, err := s.files.State(ctx, w.Path)
+		if err != nil {
+			return &action.Error{Code: action.CodeInternal, Message: "cannot check " + w.Path, Err: err}
+		}
+		if got.Exists != w.Exists || got.SHA256 != w.SHA256 {
+			what := "changed"
+			switch {
+			case w.Exists && !got.Exists:
+				what = "was removed"
+			case !w.Exists && got.Exists:
+				what = "was created"
+			}
+			return action.Errorf(action.CodeStalePreview, "%s %s since the preview; preview again", w.Path, what)
+		}
+	}
+	return nil
+}
+
+// withPrecondition passes the previewed hash of the one file a single-path
+// apply modifies as expected_sha256, unless the input already has one, so
+// that the workspace checks it again at the moment of writing.
+func withPrecondition(a action.Action, files []FileState) action.Action {
+	if a.Name != "workspace_apply_patch" || len(files) != 1 || !files[0].Exists {
+		return a
+	}
+	p, _ := a.Input["path"].(string)
+	if p == "" || path.Clean(strings.TrimPrefix(p, "./")) != files[0].Path {
+		return a
+	}
+	if _, has := a.Input["expected_sha256"]; has {
+		return a
+	}
+	in := make(map[string]any, len(a.Input)+1)
+	for k, v := range a.Input {
+		in[k] = v
+	}
+	in["expected_sha256"] = files[0].SHA256
+	a.Input = in
+	return a
+}
+
+// lockFiles takes the stripes of every path, in index order.
+func (s *Service) lockFiles(files []FileState) (unlock func()) {
+	if len(files) == 0 {
+		return func() {}
+	}
+	idx := make([]int, 0, len(files))
+	seen := map[int]bool{}
+	for _, f := range files {
+		h := fnv.New32a()
+		h.Write([]byte(f.Path))
+		i := int(h.Sum32() % uint32(len(s.stripes)))
+		if !seen[i] {
+			seen[i] = true
+			idx = append(idx, i)
+		}
+	}
+	sort.Ints(idx)
+	for _, i := range idx {
+		s.stripes[i].Lock()
+	}
+	return func() {
+		for j := len(idx) - 1; j >= 0; j-- {
+			s.stripes[idx[j]].Unlock()
+		}
+	}
+}
+
+// String describes the service for logs.
+func (s *Service) String() string {
+	return fmt.Sprintf("trusted.Service{ttl: %s, store: %T}", s.ttl, s.store)
+}

@@ -1,0 +1,244 @@
+package trusted
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/harness-runtime/harness/action"
+)
+
+// redisURL is the Redis the tests use: HARNESS_TEST_REDIS, or database 15
+// of the local server.
+func redisURL() string {
+	if u := os.Getenv("HARNESS_TEST_REDIS"); u != "" {
+		return u
+	}
+	return "redis://127.0.0.1:6379/15"
+}
+
+// needRedis returns a client on the test Redis, failing under CI=true and
+// skipping otherwise when it is unreachable.
+func needRedis(t testing.TB) *redis.Client {
+	t.Helper()
+	opts, err := redis.ParseURL(redisURL())
+	require.NoError(t, err)
+	c := redis.NewClient(opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		c.Close()
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("redis at %s unreachable: %v", redisURL(), err)
+		}
+		t.Skipf("redis at %s unreachable (set HARNESS_TEST_REDIS): %v", redisURL(), err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// storeFactories are the stores the conformance suite runs against. Each
+// Redis store gets its own key prefix so that parallel runs do not meet.
+func storeFactories() map[string]func(t *testing.T) TokenStore {
+	return map[string]func(t *testing.T) TokenStore{
+		"memory": func(t *testing.T) TokenStore {
+			s := NewMemoryStore(time.Hour)
+			t.Cleanup(func() { s.Close() })
+			return s
+		},
+		"redis": func(t *testing.T) TokenStore {
+			c := needRedis(t)
+			_, id, err := NewToken()
+			require.NoError(t, err)
+			return NewRedisStore(c, "harness-test:"+id[:12]+":")
+		},
+	}
+}
+
+func testRecord(principal, tenant string, ttl time.Duration) Record {
+	a := action.Action{Name: "workspace_apply_patch", Input: map[string]any{"path": "f.txt", "content": "x\n", "n": 1.5}}
+	h, _ := a.Hash()
+	now := time.Now()
+	return Record{
+		Action: a, ActionHash: h, Principal: principal, Tenant: tenant,
+		CreatedAt: now, ExpiresAt: now.Add(ttl),
+		Files: []FileState{{Path: "f.txt", Exists: true, SHA256: "ab"}},
+	}
+}
+
+// TestTokenStoreConformance is the one behaviour every TokenStore must
+// have, run against the memory store and a real Redis.
+func TestTokenStoreConformance(t *testing.T) {
+	for name, open := range storeFactories() {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			t.Run("consume returns what was put, once", func(t *testing.T) {
+				s := open(t)
+				_, id, _ := NewToken()
+				want := testRecord("alice", "acme", time.Minute)
+				require.NoError(t, s.Put(ctx, id, want))
+				got, err := s.Consume(ctx, id, "alice", "acme")
+				require.NoError(t, err)
+				require.Equal(t, want.ActionHash, got.ActionHash)
+				require.Equal(t, want.Files, got.Files)
+				require.Equal(t, want.Action.Input, got.Action.Input)
+				h, err := got.Action.Hash()
+				require.NoError(t, err)
+				require.Equal(t, want.ActionHash, h, "the stored action must hash as previewed")
+				_, err = s.Consume(ctx, id, "alice", "acme")
+				require.ErrorIs(t, err, ErrTokenNotFound)
+			})
+			t.Run("unknown id is not found", func(t *testing.T) {
+				s := open(t)
+				_, id, _ := NewToken()
+				_, err := s.Consume(ctx, id, "alice", "")
+				require.ErrorIs(t, err, ErrTokenNotFound)
+			})
+			for _, c := range []struct{ name, principal, tenant string }{
+				{"foreign principal", "mallory", "acme"},
+				{"foreign tenant", "alice", "other"},
+				{"empty tenant", "alice", ""},
+			} {
+				t.Run(c.name+" neither gets nor burns the token", func(t *testing.T) {
+					s := open(t)
+					_, id, _ := NewToken()
+					require.NoError(t, s.Put(ctx, id, testRecord("alice", "acme", time.Minute)))
+					_, err := s.Consume(ctx, id, c.principal, c.tenant)
+					require.ErrorIs(t, err, ErrTokenNotFound)
+					_, err = s.Consume(ctx, id, "alice", "acme")
+					require.NoError(t, err, "the owner can still redeem")
+				})
+			}
+			t.Run("concurrent consumers: exactly one wins", func(t *testing.T) {
+				s := open(t)
+				for round := 0; round < 5; round++ {
+					_, id, _ := NewToken()
+					require.NoError(t, s.Put(ctx, id, testRecord("alice", "", time.Minute)))
+					var wins, misses atomic.Int64
+					var wg sync.WaitGroup
+					for i := 0; i < 64; i++ {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							_, err := s.Consume(ctx, id, "alice", "")
+							switch {
+							case err == nil:
+								wins.Add(1)
+							case errors.Is(err, ErrTokenNotFound):
+								misses.Add(1)
+							default:
+								t.Errorf("consume: %v", err)
+							}
+						}()
+					}
+					wg.Wait()
+					require.EqualValues(t, 1, wins.Load(), "round %d", round)
+					require.EqualValues(t, 63, misses.Load(), "round %d", round)
+				}
+			})
+			t.Run("ping", func(t *testing.T) {
+				require.NoError(t, open(t).Ping(ctx))
+			})
+		})
+	}
+}
+
+func TestRedisStoreExpiresInRedis(t *testing.T) {
+	c := needRedis(t)
+	s := NewRedisStore(c, "harness-test-exp:")
+	ctx := context.Background()
+	_, id, _ := NewToken()
+	require.NoError(t, s.Put(ctx, id, testRecord("alice", "", 150*time.Millisecond)))
+	ttl, err := c.PTTL(ctx, "harness-test-exp:"+id).Result()
+	require.NoError(t, err)
+	require.Greater(t, ttl, time.Duration(0), "the key carries a Redis expiry")
+	time.Sleep(300 * time.Millisecond)
+	_, err = s.Consume(ctx, id, "alice", "")
+	require.ErrorIs(t, err, ErrTokenNotFound)
+}
+
+func TestRedisStoreKeepsOnlyTheTokenHash(t *testing.T) {
+	c := needRedis(t)
+	prefix := "harness-test-hash:"
+	s := NewRedisStore(c, prefix)
+	ctx := context.Background()
+	tok, id, _ := NewToken()
+	require.NoError(t, s.Put(ctx, id, testRecord("alice", "", time.Minute)))
+	t.Cleanup(func() { c.Del(ctx, prefix+id) })
+	keys, err := c.Keys(ctx, prefix+"*").Result()
+	require.NoError(t, err)
+	require.Contains(t, keys, prefix+id)
+	for _, k := range keys {
+		vals, err := c.HGetAll(ctx, k).Result()
+		require.NoError(t, err)
+		require.NotContains(t, k, tok)
+		for _, v := range vals {
+			require.NotContains(t, v, tok, "the token itself must never be stored")
+		}
+	}
+}
+
+func TestMemoryStoreSweep(t *testing.T) {
+	s := NewMemoryStore(time.Hour)
+	defer s.Close()
+	ctx := context.Background()
+	for i, ttl := range []time.Duration{-time.Second, -time.Millisecond, time.Minute} {
+		require.NoError(t, s.Put(ctx, fmt.Sprint(i), testRecord("a", "", ttl)))
+	}
+	require.Equal(t, 2, s.Sweep())
+	require.Equal(t, 1, s.Len())
+}
+
+func TestOpenStore(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name, spec string
+		wantErr    bool
+	}{
+		{"memory", "memory", false},
+		{"empty is memory", "", false},
+		{"unknown scheme", "etcd://x", true},
+		{"bad redis url", "redis://127.0.0.1:notaport/0", true},
+		{"unreachable redis", "redis://127.0.0.1:1/0", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := OpenStore(ctx, c.spec)
+			if c.wantErr {
+				require.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			require.NoError(t, s.Close())
+		})
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	require.Equal(t, "redis://…@h:1/0", redactURL("redis://u:secret@h:1/0"))
+	require.Equal(t, "redis://h:1/0", redactURL("redis://h:1/0"))
+}
+
+func TestNewTokenShape(t *testing.T) {
+	seen := map[string]bool{}
+	for i := 0; i < 100; i++ {
+		tok, id, err := NewToken()
+		require.NoError(t, err)
+		require.True(t, wellFormed(tok), tok)
+		require.Len(t, id, 64)
+		require.Equal(t, TokenID(tok), id)
+		require.False(t, seen[tok])
+		seen[tok] = true
+	}
+	for _, bad := range []string{"", "htk_", "xyz_" + string(make([]byte, 43)), "htk_" + "!" + string(make([]byte, 42))} {
+		require.False(t, wellFormed(bad), "%q", bad)
+	}
+}
