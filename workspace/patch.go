@@ -257,6 +257,9 @@ func (w *Workspace) readCurrent(rel string) (current, error) {
 	if len(b) > maxPatchFileBytes {
 		return current{}, action.Errorf(action.CodeTooLarge, "path %s is larger than %d bytes", quote(rel), maxPatchFileBytes)
 	}
+	if bytes.IndexByte(b, 0) >= 0 {
+		return current{}, action.Errorf(action.CodeInvalidInput, "path %s is a binary file (it contains NUL bytes); patches apply to text files", quote(rel))
+	}
 	return current{exists: true, content: b, mode: fi.Mode().Perm()}, nil
 }
 
