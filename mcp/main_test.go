@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -154,6 +153,11 @@ func (e *events) types(actionName string) []string {
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
+var (
+	mountedMu      sync.Mutex
+	mountedClients = map[*runtime.Harness]*Client{}
+)
+
 // buildHarness builds a Harness on cfg's workspace root with the MCP client
 // mounted; sink, when set, subscribes to its events.
 func buildHarness(cfg *policy.Config, sink ahp.Sink) (*runtime.Harness, func(), error) {
@@ -173,6 +177,9 @@ func buildHarness(cfg *policy.Config, sink ahp.Sink) (*runtime.Harness, func(), 
 			return nil, nil, err
 		}
 		c.Mount(h)
+		mountedMu.Lock()
+		mountedClients[h] = c
+		mountedMu.Unlock()
 		closers = append(closers, c.Close)
 	}
 	return h, func() {
@@ -242,5 +249,3 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
-
-var _ = strings.Contains

@@ -1,0 +1,320 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/harness-runtime/harness/action"
+	"github.com/harness-runtime/harness/runtime"
+)
+
+// These tests use real MCP peers from the npm registry: the official
+// TypeScript SDK client (@modelcontextprotocol/sdk) and the reference
+// filesystem server (@modelcontextprotocol/server-filesystem), installed in
+// testdata/node by `npm ci --prefix mcp/testdata/node`.
+
+// driveResult is what testdata/node/drive.mjs prints.
+type driveResult struct {
+	Error           string `json:"error"`
+	ProtocolVersion string `json:"protocolVersion"`
+	Tools           []struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		InputSchema json.RawMessage `json:"inputSchema"`
+		Annotations struct {
+			ReadOnlyHint    *bool `json:"readOnlyHint"`
+			DestructiveHint *bool `json:"destructiveHint"`
+			OpenWorldHint   *bool `json:"openWorldHint"`
+		} `json:"annotations"`
+	} `json:"tools"`
+	Calls []struct {
+		Error   string `json:"error"`
+		IsError bool   `json:"isError"`
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+		Structured action.Observation `json:"structuredContent"`
+	} `json:"calls"`
+	Elicitations []string `json:"elicitations"`
+}
+
+type sdkCall struct {
+	Name      string         `json:"name"`
+	Arguments map[string]any `json:"arguments,omitempty"`
+}
+
+// drive runs the SDK client with a scenario and decodes its report.
+func drive(t *testing.T, scenario map[string]any) driveResult {
+	t.Helper()
+	dir := nodeDir(t)
+	raw, err := json.Marshal(scenario)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", filepath.Join(dir, "drive.mjs"), string(raw))
+	cmd.Dir = dir
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "drive.mjs: %s", out)
+	var res driveResult
+	require.NoError(t, json.Unmarshal(out, &res), "drive.mjs printed: %s", out)
+	require.Empty(t, res.Error)
+	require.Len(t, res.Calls, len(scenario["calls"].([]sdkCall)))
+	return res
+}
+
+const bridgeConfig = `
+harness:
+  auto-approved-actions: [workspace_read_file, workspace_list_files, workspace_search_text]
+  mcp:
+    bridge:
+      trusted-actions: [workspace_apply_patch]
+`
+
+// bridgePeers returns, for each transport, the scenario keys that reach a
+// Harness bridge on root: over stdio the test binary in bridge mode, over
+// streamable HTTP an in-process server on a loopback port.
+func bridgePeers(t *testing.T, root, yaml string) map[string]map[string]any {
+	t.Helper()
+	cfgPath := filepath.Join(t.TempDir(), "harness.yaml")
+	mustWrite(t, cfgPath, yaml)
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	stdio := map[string]any{
+		"transport": "stdio", "command": exe,
+		"env": map[string]string{"HARNESS_MCP_TEST_MODE": "bridge", "HARNESS_MCP_TEST_ROOT": root, "HARNESS_MCP_TEST_CONFIG": cfgPath},
+	}
+
+	cfg := testConfig(t, yaml)
+	cfg.Harness.Workspace.Root = root
+	h, closeFn, err := buildHarness(cfg, nil)
+	require.NoError(t, err)
+	t.Cleanup(closeFn)
+	srv, err := NewServer(h, cfg, WithLogger(quietLogger()))
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeHTTP(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-done })
+	httpPeer := map[string]any{"transport": "http", "url": "http://" + ln.Addr().String() + "/mcp"}
+	return map[string]map[string]any{"stdio": stdio, "streamable HTTP": httpPeer}
+}
+
+func scenario(peer map[string]any, calls []sdkCall, extra map[string]any) map[string]any {
+	s := map[string]any{"calls": calls}
+	for k, v := range peer {
+		s[k] = v
+	}
+	for k, v := range extra {
+		s[k] = v
+	}
+	return s
+}
+
+func TestSDKClientDrivesBridge(t *testing.T) {
+	nodeDir(t)
+	root := workspaceRoot(t)
+	for transport, peer := range bridgePeers(t, root, bridgeConfig) {
+		t.Run(transport, func(t *testing.T) {
+			res := drive(t, scenario(peer, []sdkCall{
+				{"workspace_read_file", map[string]any{"path": "a.txt"}},
+				{"workspace_search_text", map[string]any{"query": "needle"}},
+				{"workspace_read_file", map[string]any{"path": "../outside.txt"}},
+				{"workspace_list_files", map[string]any{}},
+				{"workspace_run_shell", map[string]any{"command": "ls"}},
+				{"workspace_read_file", map[string]any{"path": 7}},
+			}, nil))
+
+			assert.Equal(t, "2025-11-25", res.ProtocolVersion, "negotiated the SDK's protocol revision")
+			tools := map[string]int{}
+			for i, tool := range res.Tools {
+				tools[tool.Name] = i
+			}
+			for _, name := range []string{"workspace_read_file", "workspace_list_files", "workspace_search_text", "workspace_apply_patch", "workspace_run_shell", "mcp_call"} {
+				assert.Contains(t, tools, name)
+			}
+			read := res.Tools[tools["workspace_read_file"]]
+			require.NotNil(t, read.Annotations.ReadOnlyHint)
+			assert.True(t, *read.Annotations.ReadOnlyHint, "read-risk actions say readOnlyHint")
+			assert.JSONEq(t, `["path"]`, string(mustField(t, read.InputSchema, "required")), "the input schema is the registry's")
+			for _, name := range []string{"workspace_apply_patch", "workspace_run_shell"} {
+				w := res.Tools[tools[name]]
+				require.NotNil(t, w.Annotations.DestructiveHint, name)
+				assert.True(t, *w.Annotations.DestructiveHint, "%s says destructiveHint", name)
+				assert.False(t, *w.Annotations.ReadOnlyHint)
+			}
+
+			c := res.Calls
+			assert.False(t, c[0].IsError)
+			assert.Equal(t, "hello world\nsecond line\n", c[0].Content[0].Text)
+			assert.Equal(t, action.StatusOK, c[0].Structured.Status)
+			assert.Equal(t, action.SourceWorkspace, c[0].Structured.Source)
+
+			assert.Equal(t, "sub/b.txt:1: a needle here", c[1].Content[0].Text, "search results read path:line: text")
+
+			assert.True(t, c[2].IsError)
+			assert.Equal(t, action.CodePathOutsideRoot, c[2].Structured.Code)
+			assert.Equal(t, action.StatusBlocked, c[2].Structured.Status)
+			assert.Contains(t, c[2].Content[0].Text, "path_outside_root")
+
+			assert.Contains(t, strings.Split(c[3].Content[0].Text, "\n"), "sub/")
+
+			assert.True(t, c[4].IsError)
+			assert.Equal(t, action.CodeTrustRequired, c[4].Structured.Code)
+			assert.Equal(t, action.SourcePolicy, c[4].Structured.Source)
+			assert.Contains(t, c[4].Structured.Message, "harness.mcp.bridge.trusted-actions", "says how to allow it")
+
+			assert.True(t, c[5].IsError)
+			assert.Equal(t, action.CodeInvalidInput, c[5].Structured.Code, "the guard validates arguments")
+		})
+	}
+}
+
+func mustField(t *testing.T, raw json.RawMessage, key string) json.RawMessage {
+	t.Helper()
+	var m map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(raw, &m))
+	return m[key]
+}
+
+func TestSDKClientConfirmsTrustedAction(t *testing.T) {
+	nodeDir(t)
+	patch := func(content string) sdkCall {
+		return sdkCall{"workspace_apply_patch", map[string]any{"path": "a.txt", "content": content}}
+	}
+	tests := []struct {
+		name     string
+		elicit   string // "" = the client has no elicitation capability
+		code     action.Code
+		want     string // a.txt afterwards
+		message  string
+		askedFor bool
+	}{
+		{"accepted: runs exactly the previewed action", "accept", "", "confirmed\n", "", true},
+		{"declined: refused, nothing written", "decline", action.CodeTrustRequired, "hello world\nsecond line\n", "declined", true},
+		{"no elicitation support: refused with how to allow it", "", action.CodeTrustRequired, "hello world\nsecond line\n", "elicitation", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := workspaceRoot(t)
+			for transport, peer := range bridgePeers(t, root, bridgeConfig) {
+				mustWrite(t, filepath.Join(root, "a.txt"), "hello world\nsecond line\n")
+				res := drive(t, scenario(peer, []sdkCall{patch("confirmed\n")}, map[string]any{"elicit": tc.elicit}))
+				c := res.Calls[0]
+				assert.Empty(t, c.Error, transport)
+				assert.Equal(t, tc.code, c.Structured.Code, "%s: %s", transport, c.Structured.Message)
+				assert.Contains(t, c.Structured.Message, tc.message, transport)
+				got, err := os.ReadFile(filepath.Join(root, "a.txt"))
+				require.NoError(t, err)
+				assert.Equal(t, tc.want, string(got), transport)
+				if tc.askedFor {
+					require.Len(t, res.Elicitations, 1, transport)
+					assert.Contains(t, res.Elicitations[0], "workspace_apply_patch")
+					assert.Contains(t, res.Elicitations[0], "confirmed", "the person sees what will run")
+				} else {
+					assert.Empty(t, res.Elicitations, transport)
+				}
+			}
+		})
+	}
+}
+
+// TestFilesystemServerThroughMCPCall configures the reference filesystem
+// server as an MCP server and reaches it only through mcp_call.
+func TestFilesystemServerThroughMCPCall(t *testing.T) {
+	dir := nodeDir(t)
+	root := workspaceRoot(t)
+	fsServer := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js")
+	yaml := fmt.Sprintf(`
+harness:
+  auto-approved-actions: [mcp_call]
+  workspace: {root: %q}
+  mcp:
+    servers:
+      fs:
+        command: [node, %q, %q]
+        tools: [read_text_file, list_directory]
+        timeout-ms: 10000
+        register-tools: true
+`, root, fsServer, root)
+	ev := &events{}
+	h, closeFn, err := buildHarness(testConfig(t, yaml), ev)
+	require.NoError(t, err)
+	defer closeFn()
+	ctx := runtime.WithPrincipal(context.Background(), "test")
+	read := call("fs", "read_text_file", map[string]any{"path": filepath.Join(root, "a.txt")})
+
+	t.Run("allowed tool", func(t *testing.T) {
+		obs := h.Execute(ctx, read)
+		require.Equal(t, action.StatusOK, obs.Status, obsString(obs))
+		assert.Equal(t, action.SourceMCP, obs.Source)
+		assert.Equal(t, "hello world\nsecond line\n", obs.Payload["text"])
+		obs = h.Execute(ctx, call("fs", "list_directory", map[string]any{"path": root}))
+		require.Equal(t, action.StatusOK, obs.Status, obsString(obs))
+		assert.Contains(t, obs.Payload["text"], "[DIR] sub")
+	})
+	t.Run("imported schema refuses bad arguments before the call", func(t *testing.T) {
+		obs := h.Execute(ctx, call("fs", "read_text_file", map[string]any{"path": 42}))
+		assert.Equal(t, action.StatusBlocked, obs.Status)
+		assert.Equal(t, action.CodeInvalidInput, obs.Code, obsString(obs))
+		sc, ok := h.Registry().Lookup("mcp.fs.read_text_file")
+		require.True(t, ok, "register-tools registered the tool as an action")
+		assert.Equal(t, "read", string(sc.Risk), "readOnlyHint makes it read risk")
+	})
+	t.Run("tool not on the allowlist is refused by the guard", func(t *testing.T) {
+		obs := h.Execute(ctx, call("fs", "write_file", map[string]any{"path": filepath.Join(root, "a.txt"), "content": "pwned"}))
+		assert.Equal(t, action.SourcePolicy, obs.Source)
+		assert.Equal(t, action.StatusBlocked, obs.Status)
+		assert.Equal(t, action.CodeCommandNotAllowed, obs.Code, obsString(obs))
+		got, _ := os.ReadFile(filepath.Join(root, "a.txt"))
+		assert.Equal(t, "hello world\nsecond line\n", string(got))
+	})
+	t.Run("server outside its allowed directories answers with a tool error", func(t *testing.T) {
+		obs := h.Execute(ctx, call("fs", "read_text_file", map[string]any{"path": "/etc/hostname"}))
+		assert.Equal(t, action.SourceMCP, obs.Source)
+		assert.Equal(t, action.StatusError, obs.Status)
+		assert.Equal(t, action.CodeMCPError, obs.Code, obsString(obs))
+	})
+	t.Run("server killed mid-run is restarted", func(t *testing.T) {
+		c := mcpClientOf(t, h)
+		pid := c.conns["fs"].pid()
+		require.NotZero(t, pid)
+		require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+		obs := h.Execute(ctx, read)
+		// Either the death was seen before the call (restarted, ok) or
+		// during it (mcp_error); never a crash of the loop.
+		if obs.Status != action.StatusOK {
+			assert.Equal(t, action.CodeMCPError, obs.Code, obsString(obs))
+			obs = h.Execute(ctx, read)
+		}
+		require.Equal(t, action.StatusOK, obs.Status, obsString(obs))
+		assert.Equal(t, "hello world\nsecond line\n", obs.Payload["text"])
+		assert.NotEqual(t, pid, c.conns["fs"].pid(), "a new server process answered")
+	})
+	assert.Contains(t, ev.types(CallAction), "post_action@test")
+}
+
+// mcpClientOf finds the Client that buildHarness mounted on h.
+func mcpClientOf(t *testing.T, h *runtime.Harness) *Client {
+	t.Helper()
+	mountedMu.Lock()
+	defer mountedMu.Unlock()
+	c, ok := mountedClients[h]
+	require.True(t, ok)
+	return c
+}
