@@ -66,6 +66,15 @@ func verifyBytes(t testing.TB, data []byte) Report {
 	return rep
 }
 
+func readAll(t testing.TB, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
 func verifyFile(t testing.TB, path string) Report {
 	t.Helper()
 	data, err := os.ReadFile(path)
