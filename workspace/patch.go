@@ -529,6 +529,8 @@ var patchMu sync.Mutex
 // stale_preview if any changed (or if a file to create appeared). It then
 // writes each new content to a temporary file beside its target (through
 // the root, fsynced, with the target's mode) and renames it into place;
+// the directories are not fsynced, so after a power loss a file holds its
+// old or its new content, never a mix, but the rename may be lost;
 // deletions and rename sources are removed last. If any step fails, the
 // steps already done are undone from the contents held in the plan, so on
 // an error the files are as they were. A crash in the middle can leave the
@@ -581,7 +583,6 @@ func (w *Workspace) ApplyPlan(ctx context.Context, plan PatchPlan) error {
 		}
 		return &action.Error{Code: action.CodeInternal, Message: "applying the patch failed; nothing was changed: " + err.Error(), Err: err}
 	}
-	tx.finish()
 	return nil
 }
 
@@ -602,12 +603,10 @@ type patchTx struct {
 	temps []string // temporary files not yet renamed
 	dirs  []string // directories created, outermost first
 	undo  []func() error
-	syncs map[string]bool
 }
 
 func (tx *patchTx) run(plan PatchPlan) error {
 	w := tx.w
-	tx.syncs = map[string]bool{}
 	// Phase 1: every new content in a temporary file; nothing visible yet.
 	temps := make([]string, len(plan.Files))
 	for i, f := range plan.Files {
@@ -635,7 +634,6 @@ func (tx *patchTx) run(plan PatchPlan) error {
 			return fmt.Errorf("rename into %s: %w", f.Path, err)
 		}
 		tx.dropTemp(temps[i])
-		tx.syncs[path.Dir(f.Path)] = true
 		if f.SHA256Before != "" && f.OldPath == "" {
 			tx.undo = append(tx.undo, func() error { return tx.restore(f.Path, f.before, f.mode) })
 		} else {
@@ -658,7 +656,6 @@ func (tx *patchTx) run(plan PatchPlan) error {
 		if err := w.root.Remove(gone); err != nil {
 			return fmt.Errorf("remove %s: %w", gone, err)
 		}
-		tx.syncs[path.Dir(gone)] = true
 		tx.undo = append(tx.undo, func() error { return tx.restore(gone, f.before, f.mode) })
 	}
 	return nil
@@ -747,16 +744,5 @@ func (tx *patchTx) rollback() {
 	}
 	for i := len(tx.dirs) - 1; i >= 0; i-- {
 		_ = tx.w.root.Remove(tx.dirs[i])
-	}
-}
-
-// finish fsyncs the directories whose entries changed, so the renames are
-// durable. Errors are ignored: the data itself was synced before renaming.
-func (tx *patchTx) finish() {
-	for d := range tx.syncs {
-		if f, err := tx.w.root.Open(d); err == nil {
-			_ = f.Sync()
-			f.Close()
-		}
 	}
 }

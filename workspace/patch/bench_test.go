@@ -1,0 +1,157 @@
+package patch_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/harness-runtime/harness/workspace"
+	"github.com/harness-runtime/harness/workspace/patch"
+	"github.com/harness-runtime/harness/workspace/patch/internal/corpus"
+)
+
+// BenchmarkApplyCorpus applies the 220 corpus diffs to files on disk with
+// Harness (workspace PlanPatch + ApplyPlan: parse, resolve, read, apply,
+// temp file, fsync, rename), with git apply and with GNU patch (one process
+// per diff, as a caller applying model patches one by one would run them,
+// and git apply once for all diffs), and reports the wall time of each per
+// corpus and the ratios tool/harness (above 1: Harness is faster).
+//
+//	go test -run XXX -bench ApplyCorpus -benchtime 3x ./workspace/patch/
+//
+// The diffs whose hunks Harness refuses as ambiguous (3 of 220: the
+// stated line number alone would decide) are left out for every tool.
+func BenchmarkApplyCorpus(b *testing.B) {
+	var cases []corpus.Case
+	for _, c := range loadCorpus(b) {
+		if p, err := patch.Parse(c.Diff); err == nil {
+			if _, err := patch.Apply(c.Old, p.Files[0].Hunks, patch.Options{}); err == nil {
+				cases = append(cases, c)
+			}
+		}
+	}
+	b.Logf("%d diffs", len(cases))
+	gitPath, gitErr := exec.LookPath("git")
+	patchPath, patchErr := exec.LookPath("patch")
+	if gitErr != nil || patchErr != nil {
+		b.Skip("git or GNU patch not installed")
+	}
+	dir := b.TempDir()
+	reset := func() {
+		for _, c := range cases {
+			p := filepath.Join(dir, filepath.FromSlash(c.Name))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				b.Fatal(err)
+			}
+			if err := os.WriteFile(p, c.Old, 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	diffFiles := make([]string, len(cases))
+	var all strings.Builder
+	for i, c := range cases {
+		diffFiles[i] = filepath.Join(b.TempDir(), "d.patch")
+		if err := os.WriteFile(diffFiles[i], []byte(c.Diff), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		all.WriteString(c.Diff)
+	}
+	allFile := filepath.Join(b.TempDir(), "all.patch")
+	if err := os.WriteFile(allFile, []byte(all.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	opts := workspace.DefaultOptions()
+	opts.Sandbox = "off"
+	ws, err := workspace.New(dir, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ws.Close()
+	ctx := context.Background()
+	check := func(tool string) {
+		b.StopTimer()
+		for _, c := range cases {
+			got, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(c.Name)))
+			if err != nil || string(got) != string(c.New) {
+				b.Fatalf("%s: %s not as intended", tool, c.Name)
+			}
+		}
+		reset()
+		b.StartTimer()
+	}
+	run := func(name string, args ...string) {
+		cmd := exec.Command(name, args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%s %v: %v\n%s", name, args, err, out)
+		}
+	}
+	var tHarness, tGit, tGitBatch, tPatch time.Duration
+	reset()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		for _, c := range cases {
+			plan, err := ws.PlanPatch(ctx, map[string]any{"patch": c.Diff})
+			if err == nil {
+				err = ws.ApplyPlan(ctx, plan)
+			}
+			if err != nil {
+				b.Fatalf("harness %s: %v", c.Name, err)
+			}
+		}
+		tHarness += time.Since(start)
+		check("harness")
+
+		start = time.Now()
+		for _, f := range diffFiles {
+			run(gitPath, "apply", f)
+		}
+		tGit += time.Since(start)
+		check("git apply")
+
+		start = time.Now()
+		run(gitPath, "apply", allFile)
+		tGitBatch += time.Since(start)
+		check("git apply (one run)")
+
+		start = time.Now()
+		for _, f := range diffFiles {
+			run(patchPath, "-p1", "-s", "-i", f)
+		}
+		tPatch += time.Since(start)
+		check("GNU patch")
+	}
+	n := float64(b.N)
+	ms := func(d time.Duration) float64 { return float64(d.Milliseconds()) / n }
+	b.ReportMetric(ms(tHarness), "harness-ms")
+	b.ReportMetric(ms(tGit), "git-apply-ms")
+	b.ReportMetric(ms(tGitBatch), "git-apply-1run-ms")
+	b.ReportMetric(ms(tPatch), "gnu-patch-ms")
+	b.ReportMetric(float64(tGit)/float64(tHarness), "git/harness")
+	b.ReportMetric(float64(tGitBatch)/float64(tHarness), "git-1run/harness")
+	b.ReportMetric(float64(tPatch)/float64(tHarness), "patch/harness")
+}
+
+// BenchmarkApplyInMemory is the applier alone: parse and apply the corpus
+// diffs to in-memory contents.
+func BenchmarkApplyInMemory(b *testing.B) {
+	cases := loadCorpus(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, c := range cases {
+			p, err := patch.Parse(c.Diff)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := patch.Apply(c.Old, p.Files[0].Hunks, patch.Options{}); err != nil && !strings.Contains(err.Error(), "ambiguous") {
+				b.Fatal(err)
+			}
+		}
+	}
+}
