@@ -27,8 +27,8 @@
 // it for trusted actions and must not run the action when Append returns an
 // error. With durable=false the record has been handed to the operating
 // system (JSONL) or committed without waiting for the WAL flush (Postgres),
-// so a machine crash may lose the last few records, never corrupt earlier
-// ones. After a failed write or fsync a JSONL log refuses every further
+// so a machine crash may lose the records written since the last durable
+// one (and leave a torn line, see below), never a durable one. After a failed write or fsync a JSONL log refuses every further
 // Append until it is reopened, because the file's tail is then unknown.
 //
 // # Torn last line
@@ -48,6 +48,22 @@
 //
 // If the last complete line is not a valid record, OpenJSONL refuses to
 // open the log instead of guessing where the chain goes on.
+//
+// # Postgres
+//
+// OpenPostgres creates, when missing, a table (default DefaultTable, or
+// WithTable, or ?harness_audit_table= in the URL):
+//
+//	instance text, seq bigint, time timestamptz, hash text, record text,
+//	PRIMARY KEY (instance, seq)
+//
+// with triggers that refuse UPDATE, DELETE and TRUNCATE. The column record
+// holds the record's text exactly as hashed (jsonb would reorder its keys);
+// the verifier checks that text and that the other columns agree with it.
+// Each instance is one chain. An append is one transaction that takes an
+// advisory lock on (table, instance), reads the head and inserts, so
+// processes that share an instance name take turns instead of forking the
+// chain.
 //
 // # What the chain does not prove
 //

@@ -158,13 +158,13 @@ func lastLine(f *os.File, size int64) (end int64, last []byte, err error) {
 	if err != nil || nl < 0 {
 		return 0, nil, err
 	}
-	span := int64(MaxRecordBytes) + 1
+	span := int64(maxRecordBytes) + 1
 	start, err := lastNewline(f, nl, span)
 	if err != nil {
 		return 0, nil, err
 	}
 	if start < 0 && nl > span {
-		return 0, nil, fmt.Errorf("%w: last line is longer than %d bytes", ErrCorrupt, MaxRecordBytes)
+		return 0, nil, fmt.Errorf("%w: last line is longer than %d bytes", ErrCorrupt, maxRecordBytes)
 	}
 	last = make([]byte, nl-start-1)
 	if _, err := f.ReadAt(last, start+1); err != nil {

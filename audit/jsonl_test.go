@@ -375,3 +375,20 @@ func TestOpenPicksStoreByTarget(t *testing.T) {
 		t.Error("Open with no target succeeded")
 	}
 }
+
+func TestJSONLRefusesOverlongLastLine(t *testing.T) {
+	defer func(n int) { maxRecordBytes = n }(maxRecordBytes)
+	maxRecordBytes = 1000
+	_, L := writeLog(t, 2)
+	path := filepath.Join(t.TempDir(), "a.jsonl")
+	if err := os.WriteFile(path, join(L[0], L[1], bytes.Repeat([]byte("x"), 3000), []byte("\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := OpenJSONL(path)
+	if !errors.Is(err, ErrCorrupt) {
+		if l != nil {
+			l.Close()
+		}
+		t.Fatalf("OpenJSONL = %v, want ErrCorrupt", err)
+	}
+}

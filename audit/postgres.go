@@ -190,7 +190,8 @@ func (p *Postgres) ensureTable(ctx context.Context) error {
 // syncCommit decides, for the append's transaction only, how it commits:
 // "off" lets a non-durable append return before the WAL flush; a durable
 // one turns an "off" inherited from the server or role back on and keeps
-// any stronger setting (local, remote_write, remote_apply).
+// any other setting (local, on, remote_write, remote_apply), all of which
+// flush the WAL locally before the commit returns.
 const (
 	syncCommitFast    = `SELECT set_config('synchronous_commit', 'off', true)`
 	syncCommitDurable = `SELECT CASE WHEN current_setting('synchronous_commit') = 'off'

@@ -20,6 +20,10 @@ const ZeroHash = "00000000000000000000000000000000000000000000000000000000000000
 // made to hold an unbounded line in memory.
 const MaxRecordBytes = 16 << 20
 
+// maxRecordBytes is MaxRecordBytes, lowered by tests that need a record
+// over the limit without building 16 MiB of it.
+var maxRecordBytes = MaxRecordBytes
+
 // Record is one entry of the audit chain. Its JSON form (MarshalJSON) is
 // exactly the text that is stored and verified.
 type Record struct {
@@ -142,8 +146,8 @@ func sealCanonical(seq uint64, now time.Time, instance, prevHash string, ev []by
 	ts := formatTime(now)
 	h := hashOf(seq, ts, instance, prevHash, ev)
 	line := encodeRecord(seq, ts, instance, prevHash, ev, h)
-	if len(line) > MaxRecordBytes {
-		return Record{}, nil, fmt.Errorf("audit event: record of %d bytes exceeds %d", len(line), MaxRecordBytes)
+	if len(line) > maxRecordBytes {
+		return Record{}, nil, fmt.Errorf("audit event: record of %d bytes exceeds %d", len(line), maxRecordBytes)
 	}
 	return Record{Seq: seq, Time: now, Instance: instance, PrevHash: prevHash, Event: ev, Hash: h}, line, nil
 }
@@ -211,8 +215,8 @@ func isHexHash(s string) bool {
 // checks that it is in stored form and that its hash matches its content.
 // It does not check the links to other records.
 func parseRecord(line []byte) (Record, *recordError) {
-	if len(line) > MaxRecordBytes {
-		return Record{}, badRecord(ProblemNotRecord, "record of %d bytes exceeds %d", len(line), MaxRecordBytes)
+	if len(line) > maxRecordBytes {
+		return Record{}, badRecord(ProblemNotRecord, "record of %d bytes exceeds %d", len(line), maxRecordBytes)
 	}
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()

@@ -2,6 +2,8 @@ package audit
 
 import (
 	"encoding/json"
+	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,8 +73,11 @@ func TestSealRefusesUnencodableEvent(t *testing.T) {
 	}{
 		{"channel", make(chan int)},
 		{"function", func() {}},
-		{"huge", map[string]any{"s": string(make([]byte, MaxRecordBytes))}},
+		{"NaN", map[string]any{"x": math.NaN()}},
+		{"over the size limit", map[string]any{"s": strings.Repeat("x", 5000)}},
 	}
+	defer func(n int) { maxRecordBytes = n }(maxRecordBytes)
+	maxRecordBytes = 4096
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, _, err := seal(1, time.Now(), "i", ZeroHash, tc.event); err == nil {

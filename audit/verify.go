@@ -112,7 +112,7 @@ func VerifyJSONL(r io.Reader) (Report, error) {
 	c := newChain()
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
-		text, complete, tooLong, err := readLine(br, MaxRecordBytes)
+		text, complete, tooLong, err := readLine(br, maxRecordBytes)
 		if err != nil {
 			return rep, fmt.Errorf("audit verify: read line %d: %w", c.line+1, err)
 		}
@@ -121,7 +121,7 @@ func VerifyJSONL(r io.Reader) (Report, error) {
 		}
 		if tooLong {
 			c.line++
-			c.fail(&rep, ProblemNotRecord, fmt.Sprintf("line longer than %d bytes", MaxRecordBytes))
+			c.fail(&rep, ProblemNotRecord, fmt.Sprintf("line longer than %d bytes", maxRecordBytes))
 			return rep, nil
 		}
 		if !complete {

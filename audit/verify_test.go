@@ -91,6 +91,7 @@ func TestVerifyJSONL(t *testing.T) {
 		{"upper-case hash", join(L[0], mapHash(L[1], strings.ToUpper)), 1, 2, 2, ProblemHash},
 		{"forged chain start", append(forgedLine, '\n'), 0, 1, 1, ProblemPrevHash},
 		{"line too long", join(L[0], bytes.Repeat([]byte("x"), MaxRecordBytes+10), []byte("\n")), 1, 2, 2, ProblemNotRecord},
+		{"torn line too long", join(L[0], bytes.Repeat([]byte("x"), MaxRecordBytes+10)), 1, 2, 2, ProblemNotRecord},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
