@@ -106,11 +106,15 @@ func parseHelperArgs(args []string) (sandboxPolicy, string, []string, error) {
 			p.BestEffort = true
 		case "--status-fd":
 			v, err = next()
+			var fd int
 			if err == nil {
-				p.StatusFD, err = strconv.Atoi(v)
-				if err == nil && p.StatusFD < 3 {
-					err = fmt.Errorf("--status-fd %d: want a descriptor >= 3", p.StatusFD)
-				}
+				fd, err = strconv.Atoi(v)
+			}
+			if err == nil && fd < 3 {
+				err = fmt.Errorf("--status-fd %d: want a descriptor >= 3", fd)
+			}
+			if err == nil {
+				p.StatusFD = fd
 			}
 		case "--":
 			rest := args[i+1:]

@@ -1,0 +1,38 @@
+package workspace
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+)
+
+func TestHelperArgsRoundTrip(t *testing.T) {
+	tests := []struct {
+		name string
+		p    sandboxPolicy
+		argv []string
+	}{
+		{"full", sandboxPolicy{ReadDirs: []string{"/usr", "/etc"}, WriteDirs: []string{"/w"}, WriteFiles: []string{"/dev/null"},
+			NoNet: true, BestEffort: true, StatusFD: 3}, []string{"git", "--no-pager", "log", "--", "-- odd"}},
+		{"minimal", sandboxPolicy{}, []string{"pwd"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, prog, argv, err := parseHelperArgs(tt.p.helperArgs("/usr/bin/x", tt.argv))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if prog != "/usr/bin/x" || !slices.Equal(argv, tt.argv) || !reflect.DeepEqual(p, tt.p) {
+				t.Fatalf("got %+v %q %q", p, prog, argv)
+			}
+		})
+	}
+}
+
+func TestSandboxMainRefusesBadArguments(t *testing.T) {
+	for _, args := range [][]string{nil, {"--"}, {"--", "rel", "rel"}, {"--status-fd", "x", "--", "/bin/true", "true"}} {
+		if code := SandboxMain(args); code != sandboxExitCode {
+			t.Fatalf("SandboxMain(%q) = %d, want %d", args, code, sandboxExitCode)
+		}
+	}
+}
