@@ -45,16 +45,14 @@ func runPatch(ctx context.Context, args []string, s stdio) int {
 	root := fs.String("root", ".", "workspace root `DIR`; no file outside it is read or written")
 	dryRun := fs.Bool("dry-run", false, "print what would change and write nothing")
 	showDiff := fs.Bool("diff", false, "also print the unified diff of the change")
-	strip := fs.Int("strip", -1, "strip `N` leading path components from header names (default: guess a/ b/ prefixes)")
+	strip := fs.Int("strip", -1, "strip `N` leading path components from header names; -1 guesses 0 or 1 (a/ b/ prefixes or none) per file")
 	fuzz := fs.Float64("fuzz", 0, "similarity threshold `F` (0..1) of the fuzzy stage (default 0.8)")
 	pos, err := patchArgs(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(s.err, "harness patch: %v\n", err)
-		fs.Usage()
-		return exitUsage
+		return exitUsage // the flag package has printed the error and the usage
 	}
 	if len(pos) > 1 {
 		fmt.Fprintf(s.err, "harness patch: want at most one FILE, got %d\n", len(pos))
