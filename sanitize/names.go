@@ -15,8 +15,11 @@ import "strings"
 //   - so does a last word "key" after api, access, private, secret,
 //     signing, encryption, master, account, client, storage, subscription,
 //     shared, session, hmac or auth ("public_key", "sort_key" stay).
+//
+// It does not allocate.
 func sensitiveName(name string) bool {
-	var prev, last string
+	var prevBuf, lastBuf [16]byte
+	var prev, last []byte
 	for i := 0; i < len(name); {
 		for i < len(name) && !isAlnum(name[i]) {
 			i++
@@ -35,41 +38,83 @@ func sensitiveName(name string) bool {
 			}
 			j++
 		}
-		w := name[i:j]
-		if hasSuffixFold(w, "password") || hasSuffixFold(w, "passwd") || hasSuffixFold(w, "passphrase") ||
-			hasSuffixFold(w, "secret") || hasSuffixFold(w, "secrets") {
+		prevBuf = lastBuf
+		prev = prevBuf[:len(last)]
+		// Only a word's last 16 bytes matter: every suffix below is shorter.
+		last = lower(lastBuf[:0], name[max(i, j-16):j])
+		if anyWordSecret(last) {
 			return true
 		}
-		prev, last = last, w
 		i = j
 	}
-	if last == "" {
+	if len(last) == 0 {
 		return false
 	}
-	for _, suf := range lastWordSuffixes {
-		if hasSuffixFold(last, suf) {
-			return true
-		}
+	if lastWordSecret(last) {
+		return true
 	}
-	if strings.EqualFold(last, "key") {
-		for _, q := range keyQualifiers {
-			if strings.EqualFold(prev, q) {
-				return true
-			}
+	if string(last) == "key" {
+		switch string(prev) {
+		case "api", "access", "private", "secret", "signing", "encryption", "master",
+			"account", "client", "storage", "subscription", "shared", "session", "hmac", "auth":
+			return true
 		}
 	}
 	return false
 }
 
-var lastWordSuffixes = []string{
-	"token", "apikey", "accesskey", "privatekey", "secretkey", "credential",
-	"credentials", "cookie", "authorization", "auth", "bearer", "jwt",
+// anyWordSecret: a word anywhere in the name that makes it secret.
+func anyWordSecret(w []byte) bool {
+	switch w[len(w)-1] {
+	case 'd':
+		return hasSuffix(w, "password") || hasSuffix(w, "passwd")
+	case 'e':
+		return hasSuffix(w, "passphrase")
+	case 't':
+		return hasSuffix(w, "secret")
+	case 's':
+		return hasSuffix(w, "secrets")
+	}
+	return false
 }
 
-var keyQualifiers = []string{
-	"api", "access", "private", "secret", "signing", "encryption", "master",
-	"account", "client", "storage", "subscription", "shared", "session",
-	"hmac", "auth",
+// lastWordSecret: a last word that makes the name secret.
+func lastWordSecret(w []byte) bool {
+	switch w[len(w)-1] {
+	case 'n':
+		return hasSuffix(w, "token") || hasSuffix(w, "authorization")
+	case 'y':
+		return hasSuffix(w, "apikey") || hasSuffix(w, "accesskey") || hasSuffix(w, "privatekey") || hasSuffix(w, "secretkey")
+	case 'l':
+		return hasSuffix(w, "credential")
+	case 's':
+		return hasSuffix(w, "credentials")
+	case 'e':
+		return hasSuffix(w, "cookie")
+	case 'h':
+		return hasSuffix(w, "auth")
+	case 'r':
+		return hasSuffix(w, "bearer")
+	case 't':
+		return hasSuffix(w, "jwt")
+	}
+	return false
+}
+
+// lower appends the ASCII lower case of s to dst.
+func lower(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if isUpper(c) {
+			c += 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+func hasSuffix(w []byte, suffix string) bool {
+	return len(w) >= len(suffix) && string(w[len(w)-len(suffix):]) == suffix
 }
 
 func hasSuffixFold(s, suffix string) bool {

@@ -124,7 +124,7 @@ func (s *Sanitizer) String(str string) string {
 // sanitizeString is String that also reports whether the result differs.
 func (s *Sanitizer) sanitizeString(str string) (string, bool) {
 	limit, truncated := len(str), false
-	if s.max > 0 && len(str) > s.max {
+	if s.max > 0 && len(str) > s.max && !alreadyCut(str, s.max) {
 		limit, truncated = s.max, true
 	}
 	window := str
@@ -157,11 +157,38 @@ func (s *Sanitizer) sanitizeString(str string) (string, bool) {
 		b.WriteString(str[pos:cut])
 	}
 	if truncated {
-		b.WriteString("…[truncated, ")
+		b.WriteString(cutNote)
 		b.WriteString(strconv.Itoa(len(str)))
 		b.WriteString(" bytes]")
 	}
 	return b.String(), true
+}
+
+const cutNote = "…[truncated, "
+
+// alreadyCut reports whether str is the output of a cut at max: at most
+// max bytes (plus the markers put in) followed by the truncation note. Cutting it again would only
+// replace the original length by a wrong one.
+func alreadyCut(str string, max int) bool {
+	i := strings.LastIndex(str, cutNote)
+	if i < 0 || !strings.HasSuffix(str, " bytes]") {
+		return false
+	}
+	// Markers may have made the kept part longer than max; allowing for a
+	// bounded number of them keeps a forged note from lifting the limit.
+	if i > max+min(strings.Count(str[:i], MarkerPrefix), 16)*markerLen {
+		return false
+	}
+	digits := str[i+len(cutNote) : len(str)-len(" bytes]")]
+	if digits == "" {
+		return false
+	}
+	for j := 0; j < len(digits); j++ {
+		if digits[j] < '0' || digits[j] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // Value returns a sanitized deep copy of v. It understands decoded JSON

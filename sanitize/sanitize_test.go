@@ -3,6 +3,7 @@ package sanitize
 import (
 	"bytes"
 	"errors"
+	"net/http"
 	"reflect"
 	"strings"
 	"testing"
@@ -136,6 +137,35 @@ func TestStringIsIdempotent(t *testing.T) {
 	}
 }
 
+func TestStringTruncationIsIdempotent(t *testing.T) {
+	s := newTestSanitizer(t, 16)
+	cases := []struct{ name, in string }{
+		{"plain", strings.Repeat("a", 100)},
+		{"with secret", "k " + fakeGHP + strings.Repeat("a", 100)},
+		{"multibyte", strings.Repeat("é", 50)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			once := s.String(tc.in)
+			if twice := s.String(once); twice != once {
+				t.Errorf("second pass changed the text:\n once: %q\ntwice: %q", once, twice)
+			}
+		})
+	}
+	t.Run("forged markers do not lift the limit", func(t *testing.T) {
+		in := strings.Repeat(s.Redact("x"), 40) + "…[truncated, 5 bytes]"
+		if got := s.String(in); len(got) >= len(in) {
+			t.Errorf("not cut: %d bytes", len(got))
+		}
+	})
+	t.Run("a fake note is still cut", func(t *testing.T) {
+		in := strings.Repeat("a", 40) + "…[truncated, 5 bytes]"
+		if got := s.String(in); got == in {
+			t.Errorf("not cut: %q", got)
+		}
+	})
+}
+
 func TestStringDoesNotCopyCleanStrings(t *testing.T) {
 	s := newTestSanitizer(t, 0)
 	in := "src/main.go: package main"
@@ -215,6 +245,11 @@ func TestValue(t *testing.T) {
 			map[string]any{"name": "n", "token": r("t")},
 		},
 		{"unencodable type", make(chan int), nil, "[unencodable chan int]"},
+		{
+			"http header", http.Header{"Authorization": {"Bearer abc"}, "Accept": {"*/*"}}, nil,
+			map[string]any{"Authorization": r(`["Bearer abc"]`), "Accept": []any{"*/*"}},
+		},
+		{"slack config token", "t=xoxe.xoxp-1-Mi0yLTE3NzY2", nil, "t=" + r("xoxe.xoxp-1-Mi0yLTE3NzY2")},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

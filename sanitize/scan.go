@@ -190,7 +190,9 @@ func (sc *scanner) matchAt(i int) (start, end int) {
 			return i, e
 		}
 	case 'x':
-		if len(t) >= 5 && strings.HasPrefix(t, "xox") && strings.IndexByte("abposre", t[3]) >= 0 && t[4] == '-' {
+		// xoxb-, xoxp-, xoxa-, xoxr-, xoxs-, xoxo-, xoxe- and the
+		// configuration tokens "xoxe.xoxp-…".
+		if len(t) >= 5 && strings.HasPrefix(t, "xox") && strings.IndexByte("abposre", t[3]) >= 0 && (t[4] == '-' || t[4] == '.') {
 			if e := sc.runEnd(i+5, clsSlackWord); e-i-5 >= 10 {
 				return i, e
 			}

@@ -1,0 +1,34 @@
+package sanitize
+
+import "testing"
+
+func TestSensitiveName(t *testing.T) {
+	cases := []struct {
+		name string
+		want bool
+	}{
+		{"password", true}, {"PASSWORD", true}, {"DB_PASSWORD", true}, {"userPassword", true},
+		{"passwd", true}, {"passphrase", true}, {"password_hash", true}, {"--password", true},
+		{"secret", true}, {"client_secret", true}, {"clientSecret", true}, {"secret_name", true},
+		{"AWS_SECRET_ACCESS_KEY", true}, {"token", true}, {"access_token", true}, {"refreshToken", true},
+		{"GITHUB_TOKEN", true}, {"csrftoken", true}, {"x-amz-security-token", true},
+		{"api_key", true}, {"apiKey", true}, {"APIKey", true}, {"x-api-key", true}, {"apikey", true},
+		{"access_key", true}, {"private_key", true}, {"secret_key", true}, {"signingKey", true},
+		{"AZURE_STORAGE_KEY", true}, {"Ocp-Apim-Subscription-Key", true},
+		{"authorization", true}, {"Proxy-Authorization", true}, {"cookie", true}, {"Set-Cookie", true},
+		{"credentials", true}, {"credential", true}, {"basic_auth", true}, {"auth", true}, {"jwt", true},
+		{"", false}, {"path", false}, {"max_tokens", false}, {"token_count", false}, {"tokens", false},
+		{"tokenizer", false}, {"token_type", false}, {"author", false}, {"authors", false},
+		{"public_key", false}, {"key", false}, {"sort_key", false}, {"primary_key", false},
+		{"passwordless", false}, {"session_id", false}, {"client_id", false}, {"keyboard", false},
+		{"PWD", false}, {"-_-", false}, {"a_very_long_word_that_ends_in_nothing_sensitive", false},
+		{"averyveryverylongprefixpassword", true}, {"averyveryverylongprefixtoken", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := sensitiveName(tc.name); got != tc.want {
+				t.Errorf("sensitiveName(%q) = %v, want %v", tc.name, got, tc.want)
+			}
+		})
+	}
+}
