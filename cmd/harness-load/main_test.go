@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+// TestLoadInProcess runs the tool briefly against its in-process server
+// for each store and checks that it measured pairs without errors.
+func TestLoadInProcess(t *testing.T) {
+	stores := []string{"memory"}
+	redisURL := os.Getenv("HARNESS_TEST_REDIS")
+	if redisURL == "" {
+		redisURL = "redis://127.0.0.1:6379/15"
+	}
+	if opts, err := redis.ParseURL(redisURL); err == nil {
+		c := redis.NewClient(opts)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if c.Ping(ctx).Err() == nil {
+			stores = append(stores, redisURL)
+		} else if os.Getenv("CI") == "true" {
+			t.Errorf("redis at %s unreachable", redisURL)
+		}
+		cancel()
+		c.Close()
+	}
+	for _, store := range stores {
+		t.Run(storeKind(store), func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(context.Background(), []string{"-store", store, "-clients", "4", "-duration", "700ms", "-warmup", "200ms", "-json"}, &out, &errb)
+			require.Equal(t, 0, code, "stderr: %s\nstdout: %s", errb.String(), out.String())
+			var r result
+			require.NoError(t, json.Unmarshal(out.Bytes(), &r))
+			require.Equal(t, storeKind(store), r.Store)
+			require.Greater(t, r.Pairs, 0)
+			require.Zero(t, r.Errors)
+			require.Greater(t, r.PairsPerSec, 0.0)
+			require.LessOrEqual(t, r.P50, r.P99)
+			require.LessOrEqual(t, r.P99, r.Max)
+		})
+	}
+}
+
+func TestLoadTargetsFail(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"-clients", "1", "-duration", "300ms", "-warmup", "0s", "-min-rate", "1e9"}, &out, &errb)
+	require.Equal(t, 1, code)
+	require.Contains(t, errb.String(), "below the target")
+	require.Contains(t, out.String(), "pairs/s")
+}
+
+func TestLoadUsage(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"help", []string{"-h"}, 0},
+		{"no clients", []string{"-clients", "0"}, 2},
+		{"bad flag", []string{"-nope"}, 2},
+		{"bad audit", []string{"-audit", "carrier-pigeon", "-duration", "10ms"}, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			require.Equal(t, c.want, run(context.Background(), c.args, &out, &errb), errb.String())
+		})
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	d := []time.Duration{5, 1, 4, 2, 3, 10, 9, 8, 7, 6}
+	require.Equal(t, time.Duration(5), pct(d, 0.5))
+	require.Equal(t, time.Duration(9), pct(d, 0.99))
+	require.Equal(t, time.Duration(10), pct(d, 1))
+	require.Zero(t, pct(nil, 0.5))
+	require.True(t, strings.HasSuffix(ms(1500*time.Microsecond), "ms"))
+}
