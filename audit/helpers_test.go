@@ -37,8 +37,20 @@ var sampleEvents = []any{
 // returns its path and its lines (each with its newline).
 func writeLog(t testing.TB, n int) (string, [][]byte) {
 	t.Helper()
+	return writeLogAs(t, "test-host", n)
+}
+
+// writeLogLines is writeLog for another instance name, lines only.
+func writeLogLines(t testing.TB, instance string, n int) [][]byte {
+	t.Helper()
+	_, lines := writeLogAs(t, instance, n)
+	return lines
+}
+
+func writeLogAs(t testing.TB, instance string, n int) (string, [][]byte) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	l, err := OpenJSONL(path, WithInstance("test-host"), WithClock(fixedClock()))
+	l, err := OpenJSONL(path, WithInstance(instance), WithClock(fixedClock()))
 	if err != nil {
 		t.Fatal(err)
 	}

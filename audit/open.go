@@ -40,13 +40,15 @@ var (
 	ErrCorrupt = errors.New("audit: log tail is corrupt")
 )
 
-// Option changes how a log is opened.
+// Option changes how a log is opened or verified; each says where it
+// applies and is ignored elsewhere.
 type Option func(*config)
 
 type config struct {
 	instance string
 	table    string
 	now      func() time.Time
+	anchor   Anchor
 }
 
 func newConfig(opts []Option) config {
@@ -67,6 +69,11 @@ func WithInstance(id string) Option { return func(c *config) { c.instance = id }
 // optionally schema-qualified: [schema.]table, lower-case letters, digits
 // and underscores.
 func WithTable(name string) Option { return func(c *config) { c.table = name } }
+
+// WithAnchor makes VerifyJSONL and VerifyPostgres (for one instance) also
+// check the chain against a head recorded elsewhere, which is the only way
+// to notice records removed from the end of a log.
+func WithAnchor(a Anchor) Option { return func(c *config) { c.anchor = a } }
 
 // WithClock replaces time.Now for the time of new records, for tests and
 // replays. Record times are informative: the chain does not depend on them.

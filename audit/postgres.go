@@ -289,11 +289,16 @@ func (p *Postgres) Close() error {
 // instance is empty, stopping at the first bad record. Rows are read in
 // seq order and the text of each record is verified as VerifyJSONL does,
 // plus that the row's instance, seq and hash columns agree with it. The
+// options that apply are WithTable and, with an instance, WithAnchor. The
 // error is only for a failure to read the table.
 func VerifyPostgres(ctx context.Context, dsn, instance string, opts ...Option) (Report, error) {
-	pc, table, err := pgConfig(dsn, newConfig(opts))
+	cfg := newConfig(opts)
+	pc, table, err := pgConfig(dsn, cfg)
 	if err != nil {
 		return Report{}, err
+	}
+	if cfg.anchor.Seq != 0 && instance == "" {
+		return Report{}, errors.New("audit verify: an anchor belongs to one chain: name its instance")
 	}
 	conn, err := pgx.ConnectConfig(ctx, pc)
 	if err != nil {
@@ -314,7 +319,7 @@ func VerifyPostgres(ctx context.Context, dsn, instance string, opts ...Option) (
 	}
 	total := Report{LastHash: ZeroHash}
 	for _, inst := range instances {
-		rep, err := verifyChain(ctx, conn, ident, inst)
+		rep, err := verifyChain(ctx, conn, ident, inst, cfg.anchor)
 		total.Records += rep.Records
 		total.Chains++
 		total.Instance, total.LastSeq, total.LastHash = inst, rep.LastSeq, rep.LastHash
@@ -332,14 +337,14 @@ func VerifyPostgres(ctx context.Context, dsn, instance string, opts ...Option) (
 	return total, nil
 }
 
-func verifyChain(ctx context.Context, conn *pgx.Conn, ident, instance string) (Report, error) {
+func verifyChain(ctx context.Context, conn *pgx.Conn, ident, instance string, anchor Anchor) (Report, error) {
 	rep := Report{Chains: 1, Instance: instance, LastHash: ZeroHash}
 	rows, err := conn.Query(ctx, `SELECT instance, seq, hash, record FROM `+ident+` WHERE instance = $1 ORDER BY seq`, instance)
 	if err != nil {
 		return rep, err
 	}
 	defer rows.Close()
-	c := newChain()
+	c := newChain(anchor)
 	for rows.Next() {
 		var inst, hash, text string
 		var seq int64
@@ -356,5 +361,9 @@ func verifyChain(ctx context.Context, conn *pgx.Conn, ident, instance string) (R
 			return rep, nil
 		}
 	}
-	return rep, rows.Err()
+	if err := rows.Err(); err != nil {
+		return rep, err
+	}
+	c.end(&rep)
+	return rep, nil
 }

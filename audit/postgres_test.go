@@ -301,3 +301,28 @@ func TestSyncCommitSetting(t *testing.T) {
 		})
 	}
 }
+
+func TestVerifyPostgresWithAnchor(t *testing.T) {
+	dsn := testPostgres(t)
+	table := testTable(t, dsn)
+	last := appendN(t, openPG(t, dsn, table, "a"), 5)
+	anchor := Anchor{Seq: last.Seq, Hash: last.Hash}
+	rep, err := VerifyPostgres(context.Background(), dsn, "a", WithTable(table), WithAnchor(anchor))
+	if err != nil || !rep.OK() {
+		t.Fatalf("anchored at the head: %s, %v", rep, err)
+	}
+	if _, err := VerifyPostgres(context.Background(), dsn, "", WithTable(table), WithAnchor(anchor)); err == nil {
+		t.Error("an anchor without an instance was accepted")
+	}
+	adminExec(t, dsn,
+		"ALTER TABLE "+table+" DISABLE TRIGGER USER",
+		"DELETE FROM "+table+" WHERE seq >= 4",
+		"ALTER TABLE "+table+" ENABLE TRIGGER USER")
+	if rep := verifyPG(t, dsn, table, "a"); !rep.OK() {
+		t.Fatalf("without an anchor a cut chain still verifies: %s", rep)
+	}
+	rep, err = VerifyPostgres(context.Background(), dsn, "a", WithTable(table), WithAnchor(anchor))
+	if err != nil || rep.Problem != ProblemTruncated || rep.FirstBad != 4 {
+		t.Fatalf("cut chain against the anchor: %s, %v", rep, err)
+	}
+}

@@ -174,6 +174,10 @@ const (
 	ProblemPrevHash Problem = "prev_hash_mismatch"
 	// ProblemColumns: a Postgres row's columns disagree with its text.
 	ProblemColumns Problem = "column_mismatch"
+	// ProblemAnchor: the record at the anchor's seq has another hash.
+	ProblemAnchor Problem = "anchor_mismatch"
+	// ProblemTruncated: the chain ends before the anchor's seq.
+	ProblemTruncated Problem = "truncated"
 )
 
 // recordError is why one line is not a valid record on its own.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 )
 
 // Report is the result of verifying one or more chains.
@@ -55,15 +57,38 @@ func (r Report) String() string {
 	return fmt.Sprintf("bad: seq %d (%s): %s: %s", r.FirstBad, where, r.Problem, r.Reason)
 }
 
-// chain checks records one after another against the links of the chain.
-type chain struct {
-	next  uint64
-	prev  string
-	line  int
-	count int
+// Anchor is a head of a chain recorded outside the log (for example the
+// "head seq S hash H" that verify printed yesterday). A chain verified
+// against it must reach seq Seq and, when Hash is set, hold a record Seq
+// with that hash. Records appended since are fine.
+type Anchor struct {
+	Seq  uint64 `json:"seq"`
+	Hash string `json:"hash,omitempty"`
 }
 
-func newChain() *chain { return &chain{next: 1, prev: ZeroHash} }
+// ParseAnchor reads "SEQ" or "SEQ:HASH".
+func ParseAnchor(s string) (Anchor, error) {
+	seqText, hash, _ := strings.Cut(s, ":")
+	seq, err := strconv.ParseUint(seqText, 10, 64)
+	if err != nil || seq == 0 {
+		return Anchor{}, fmt.Errorf("audit anchor %q: want SEQ or SEQ:HASH with SEQ >= 1", s)
+	}
+	if hash != "" && !isHexHash(hash) {
+		return Anchor{}, fmt.Errorf("audit anchor %q: the hash is not 64 lower-case hex digits", s)
+	}
+	return Anchor{Seq: seq, Hash: hash}, nil
+}
+
+// chain checks records one after another against the links of the chain.
+type chain struct {
+	next   uint64
+	prev   string
+	line   int
+	count  int
+	anchor Anchor
+}
+
+func newChain(anchor Anchor) *chain { return &chain{next: 1, prev: ZeroHash, anchor: anchor} }
 
 // fail fills rep for a bad record at the current line.
 func (c *chain) fail(rep *Report, p Problem, reason string) {
@@ -93,6 +118,10 @@ func (c *chain) add(text []byte, rep *Report, check func(Record) *recordError) b
 		c.fail(rep, ProblemPrevHash, fmt.Sprintf("seq %d: prev_hash is not the hash of seq %d (one of them was replaced)", rec.Seq, rec.Seq-1))
 		return false
 	}
+	if rec.Seq == c.anchor.Seq && c.anchor.Hash != "" && rec.Hash != c.anchor.Hash {
+		c.fail(rep, ProblemAnchor, fmt.Sprintf("seq %d has hash %s, but the anchor says %s (the chain was rewritten up to here)", rec.Seq, rec.Hash, c.anchor.Hash))
+		return false
+	}
 	c.next++
 	c.prev = rec.Hash
 	c.count++
@@ -102,14 +131,22 @@ func (c *chain) add(text []byte, rep *Report, check func(Record) *recordError) b
 	return true
 }
 
+// end checks, after the last record, that the chain reached the anchor.
+func (c *chain) end(rep *Report) {
+	if c.anchor.Seq >= c.next {
+		c.line++
+		c.fail(rep, ProblemTruncated, fmt.Sprintf("the chain ends at seq %d, but the anchor says seq %d existed (records removed from the end)", c.next-1, c.anchor.Seq))
+	}
+}
+
 // VerifyJSONL reads a JSONL audit log to its end and verifies every record
 // and every link of the chain. A bad chain is a Report with OK() false,
 // naming the first bad record; the error is only for a failure to read r.
 // A last line without a newline is a bad record (ProblemTorn) even when it
-// holds a valid record.
-func VerifyJSONL(r io.Reader) (Report, error) {
+// holds a valid record. WithAnchor is the one option that applies.
+func VerifyJSONL(r io.Reader, opts ...Option) (Report, error) {
 	rep := Report{Chains: 1, LastHash: ZeroHash}
-	c := newChain()
+	c := newChain(newConfig(opts).anchor)
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		text, complete, tooLong, err := readLine(br, maxRecordBytes)
@@ -117,7 +154,8 @@ func VerifyJSONL(r io.Reader) (Report, error) {
 			return rep, fmt.Errorf("audit verify: read line %d: %w", c.line+1, err)
 		}
 		if len(text) == 0 && !complete && !tooLong {
-			return rep, nil // clean end of input
+			c.end(&rep)
+			return rep, nil
 		}
 		if tooLong {
 			c.line++

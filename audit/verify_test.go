@@ -130,3 +130,64 @@ func TestReportString(t *testing.T) {
 		t.Errorf("bad: %q", s)
 	}
 }
+
+func TestVerifyJSONLWithAnchor(t *testing.T) {
+	_, L := writeLog(t, 5)
+	head := verifyBytes(t, join(L...))
+	at3 := verifyBytes(t, join(L[:3]...))
+	other := verifyBytes(t, join(writeLogLines(t, "other-host", 5)...))
+	cases := []struct {
+		name     string
+		log      []byte
+		anchor   Anchor
+		firstBad uint64
+		line     int
+		problem  Problem
+	}{
+		{"whole log at its head", join(L...), Anchor{5, head.LastHash}, 0, 0, ProblemNone},
+		{"grown since the anchor", join(L...), Anchor{3, at3.LastHash}, 0, 0, ProblemNone},
+		{"seq only", join(L...), Anchor{Seq: 5}, 0, 0, ProblemNone},
+		{"last record removed", join(L[:4]...), Anchor{5, head.LastHash}, 5, 5, ProblemTruncated},
+		{"last two removed, seq only", join(L[:3]...), Anchor{Seq: 5}, 4, 4, ProblemTruncated},
+		{"emptied", nil, Anchor{Seq: 1}, 1, 1, ProblemTruncated},
+		{"rewritten log", join(L...), Anchor{5, other.LastHash}, 5, 5, ProblemAnchor},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := VerifyJSONL(bytes.NewReader(tc.log), WithAnchor(tc.anchor))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.FirstBad != tc.firstBad || rep.Line != tc.line || rep.Problem != tc.problem {
+				t.Errorf("got first_bad=%d line=%d problem=%q (%s), want %d %d %q",
+					rep.FirstBad, rep.Line, rep.Problem, rep.Reason, tc.firstBad, tc.line, tc.problem)
+			}
+		})
+	}
+}
+
+func TestParseAnchor(t *testing.T) {
+	h := strings.Repeat("ab", 32)
+	cases := []struct {
+		in   string
+		want Anchor
+		ok   bool
+	}{
+		{"12", Anchor{Seq: 12}, true},
+		{"12:" + h, Anchor{12, h}, true},
+		{"0", Anchor{}, false},
+		{"-1", Anchor{}, false},
+		{"x:" + h, Anchor{}, false},
+		{"12:" + strings.ToUpper(h), Anchor{}, false},
+		{"12:abc", Anchor{}, false},
+		{"", Anchor{}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := ParseAnchor(tc.in)
+			if (err == nil) != tc.ok || got != tc.want {
+				t.Errorf("ParseAnchor(%q) = %+v, %v", tc.in, got, err)
+			}
+		})
+	}
+}

@@ -15,7 +15,7 @@ func init() {
 	commands["audit"] = command{summary: "verify the hash chain of an audit log (audit verify FILE|postgres://…)", run: auditCmd}
 }
 
-const auditUsageLine = "harness audit verify [FILE | postgres://…] [--instance ID] [--table NAME] [--config F] [--json]"
+const auditUsageLine = "harness audit verify [FILE | postgres://…] [--head SEQ[:HASH]] [--instance ID] [--table NAME] [--config F] [--json]"
 
 // auditCmd is `harness audit verify`: it prints one line to stdout, "ok: N
 // records, head seq S hash H" or "bad: seq S (line L): problem: reason",
@@ -30,8 +30,9 @@ func auditCmd(ctx context.Context, args []string, s stdio) int {
 Verifies every record of the audit log: its hash, its seq (1, 2, 3, …) and
 its link to the record before, and names the first bad one. A last line
 without a newline (a torn write) is bad. Records removed from the end of a
-log cannot be detected from the log alone: compare the printed head with
-one kept elsewhere.
+log cannot be detected from the log alone: keep the printed head
+elsewhere and pass it back with --head to check that the log still reaches
+it (and, with the hash, that it was not rewritten up to there).
 
 With no FILE or URL, the harness.audit.path of the configuration is
 verified. For Postgres, every instance's chain is verified unless
@@ -45,6 +46,7 @@ error or the log could not be read.
 	instance := fs.String("instance", "", "Postgres: verify only this instance's chain (default: every chain)")
 	table := fs.String("table", "", "Postgres: the audit table (default "+audit.DefaultTable+", or the URL's "+audit.TableParam+" parameter)")
 	asJSON := fs.Bool("json", false, "print the report as JSON instead of one line")
+	head := fs.String("head", "", "a head printed by an earlier verify, SEQ or SEQ:HASH, that the log must still reach")
 	pos, err := parseInterspersed(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
@@ -72,11 +74,23 @@ error or the log could not be read.
 		return exitUsage
 	}
 
+	var opts []audit.Option
+	if *head != "" {
+		a, err := audit.ParseAnchor(*head)
+		if err != nil {
+			fmt.Fprintf(s.err, "harness audit verify: --head: %v\n", err)
+			return exitUsage
+		}
+		opts = append(opts, audit.WithAnchor(a))
+	}
 	var rep audit.Report
 	if audit.IsPostgres(target) {
-		var opts []audit.Option
 		if *table != "" {
 			opts = append(opts, audit.WithTable(*table))
+		}
+		if *head != "" && *instance == "" {
+			fmt.Fprintln(s.err, "harness audit verify: --head needs --instance: a head belongs to one chain")
+			return exitUsage
 		}
 		rep, err = audit.VerifyPostgres(ctx, target, *instance, opts...)
 	} else {
@@ -84,7 +98,7 @@ error or the log could not be read.
 			fmt.Fprintln(s.err, "harness audit verify: --instance and --table apply to postgres:// logs only")
 			return exitUsage
 		}
-		rep, err = verifyFile(target)
+		rep, err = verifyFile(target, opts)
 	}
 	if err != nil {
 		fmt.Fprintf(s.err, "harness: %v\n", err)
@@ -105,13 +119,13 @@ error or the log could not be read.
 	return exitOK
 }
 
-func verifyFile(path string) (audit.Report, error) {
+func verifyFile(path string, opts []audit.Option) (audit.Report, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return audit.Report{}, fmt.Errorf("audit verify: %w", err)
 	}
 	defer f.Close()
-	rep, err := audit.VerifyJSONL(f)
+	rep, err := audit.VerifyJSONL(f, opts...)
 	if err != nil {
 		return rep, fmt.Errorf("%s: %w", path, err)
 	}

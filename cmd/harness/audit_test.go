@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,6 +63,12 @@ func TestAuditVerifyCommand(t *testing.T) {
 	reordered := writeTemp(t, bytes.Join([][]byte{lines[0], lines[1], lines[3], lines[2]}, nil))
 	torn := writeTemp(t, data[:len(data)-20])
 	empty := writeTemp(t, nil)
+	cut := writeTemp(t, bytes.Join(lines[:3], nil))
+	goodRep, err := audit.VerifyJSONL(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := fmt.Sprintf("%d:%s", goodRep.LastSeq, goodRep.LastHash)
 	cfg := filepath.Join(t.TempDir(), "harness.yaml")
 	if err := os.WriteFile(cfg, []byte("harness:\n  audit:\n    path: "+edited+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -81,6 +88,10 @@ func TestAuditVerifyCommand(t *testing.T) {
 		{"reordered records", []string{"audit", "verify", reordered}, 1, "bad: seq 3 (line 3): seq_mismatch: ", ""},
 		{"torn last line", []string{"audit", "verify", torn}, 1, "bad: seq 4 (line 4): torn_last_line: ", ""},
 		{"empty log", []string{"audit", "verify", empty}, 0, "ok: 0 records", "no records"},
+		{"cut log without a head", []string{"audit", "verify", cut}, 0, "ok: 3 records", ""},
+		{"cut log against its head", []string{"audit", "verify", cut, "--head", head}, 1, "bad: seq 4 (line 4): truncated: ", ""},
+		{"good log against its head", []string{"audit", "verify", "--head", head, good}, 0, "ok: 4 records", ""},
+		{"bad head", []string{"audit", "verify", good, "--head", "4:xyz"}, 2, "", "--head"},
 		{"log from --config", []string{"audit", "verify", "--config", cfg}, 1, "bad: seq 3 ", ""},
 		{"missing file", []string{"audit", "verify", filepath.Join(t.TempDir(), "nope.jsonl")}, 2, "", "no such file"},
 		{"no sub-command", []string{"audit"}, 2, "", "Usage: harness audit verify"},
@@ -203,6 +214,10 @@ func TestAuditVerifyCommandPostgres(t *testing.T) {
 	code, stdout, _ = runHarness("audit", "verify", dsn, "--table", table, "--instance", "replica-b")
 	if code != 1 || !strings.HasPrefix(stdout, `bad: seq 2 (instance "replica-b", row 2): seq_mismatch`) {
 		t.Fatalf("deleted row: exit %d, %q", code, stdout)
+	}
+	code, _, stderr = runHarness("audit", "verify", dsn, "--table", table, "--head", "3")
+	if code != 2 || !strings.Contains(stderr, "--head needs --instance") {
+		t.Fatalf("head without instance: exit %d, %q", code, stderr)
 	}
 	code, _, stderr = runHarness("audit", "verify", dsn, "--table", "no_such_table_here")
 	if code != 2 || !strings.Contains(stderr, "no_such_table_here") {
