@@ -70,7 +70,8 @@
 // A hash chain without an outside anchor cannot show that whole records
 // were removed from its end, nor stop someone who can rewrite the whole
 // file from recomputing every hash. Report.LastSeq and Report.LastHash are
-// the head to record elsewhere (a ticket, another system's log) when that
-// matters. The Postgres table refuses UPDATE, DELETE and TRUNCATE with
-// triggers, which a superuser can still disable.
+// the head to keep elsewhere (a ticket, another system's log); verifying
+// later WithAnchor (or `harness audit verify --head SEQ:HASH`) finds both.
+// The Postgres table refuses UPDATE, DELETE and TRUNCATE with triggers,
+// which a superuser can still disable.
 package audit
