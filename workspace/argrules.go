@@ -58,6 +58,9 @@ type argRule struct {
 	// protectAll treats every word as a possible write target (commands
 	// whose semantics the table does not know).
 	protectAll bool
+	// refusedVars are NAME=value words (make's command-line variables) that
+	// are refused: MAKEFLAGS would smuggle in refused options such as -C.
+	refusedVars []string
 	// inject is inserted right after the subcommand to switch off program
 	// execution the repository could configure (external diff, textconv).
 	inject []string
@@ -117,16 +120,19 @@ func goSub(extra ...string) *argRule {
 // allowed by configuration but missing here gets defaultRule.
 var commandRules = map[string]*argRule{
 	"pwd": {style: styleGetopt},
-	"ls":  {style: styleGetopt},
+	// Following symlinks would read what a link inside the root points at,
+	// wherever that is; path arguments are checked, directory walks not.
+	"ls": {style: styleGetopt, refusedShort: "L", refusedLong: []string{"dereference"}},
 	"rg": {
 		style:        styleGetopt,
-		refusedShort: "z",
-		refusedLong:  []string{"pre", "pre-glob", "search-zip", "hostname-bin"},
+		refusedShort: "zL",
+		refusedLong:  []string{"pre", "pre-glob", "search-zip", "hostname-bin", "follow"},
 	},
 	"make": {
 		style:        styleGetopt,
 		refusedShort: "CE",
 		refusedLong:  []string{"directory", "eval"},
+		refusedVars:  []string{"MAKEFLAGS", "MFLAGS", "GNUMAKEFLAGS", "MAKEFILES", "MAKEFILE_LIST", "SHELL", ".SHELLFLAGS", "MAKESHELL"},
 	},
 	"go": {
 		style: styleGoFlag,
@@ -231,6 +237,9 @@ func (c argChecker) checkWords(rule *argRule, args []string) error {
 		word := args[i]
 		if afterDashDash || word == "-" || !strings.HasPrefix(word, "-") {
 			positionals++
+			if name, _, ok := strings.Cut(word, "="); ok && slices.Contains(rule.refusedVars, strings.TrimRight(name, ":+?!")) {
+				return refuseWord(word, "%s: %q sets %s on the command line, which is not allowed", c.cmd, word, strings.TrimRight(name, ":+?!"))
+			}
 			if err := c.checkWordPaths(word, word, rule.protectAll); err != nil {
 				return err
 			}

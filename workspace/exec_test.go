@@ -159,6 +159,8 @@ func TestRunShellAttackSuite(t *testing.T) {
 		{"value after equals", "ls --hide=../../x", action.CodeArgumentNotAllowed, "--hide=../../x"},
 		{"touch outside", "touch ../outside/pwned", action.CodeArgumentNotAllowed, "../outside/pwned"},
 		{"touch beneath .git", "touch .git/hooks/pre-commit", action.CodeArgumentNotAllowed, ".git/hooks/pre-commit"},
+		{"ls follows links", "ls -RL .", action.CodeArgumentNotAllowed, "-RL"},
+		{"rg follows links", "rg --follow x", action.CodeArgumentNotAllowed, "--follow"},
 		// git
 		{"git -c", "git -c core.pager=sh log", action.CodeArgumentNotAllowed, "-c"},
 		{"git -C", "git -C .. status", action.CodeArgumentNotAllowed, "-C"},
@@ -207,6 +209,9 @@ func TestRunShellAttackSuite(t *testing.T) {
 		{"make attached file", "make -f/etc/passwd", action.CodeArgumentNotAllowed, "-f/etc/passwd"},
 		{"make grouped attached file", "make -sf../outside/Makefile", action.CodeArgumentNotAllowed, "-sf../outside/Makefile"},
 		{"make SHELL variable", "make SHELL=/bin/bash", action.CodeArgumentNotAllowed, "SHELL=/bin/bash"},
+		{"make relative SHELL", "make SHELL=sh", action.CodeArgumentNotAllowed, "SHELL=sh"},
+		{"make MAKEFLAGS smuggles -C", "make MAKEFLAGS=-Cx", action.CodeArgumentNotAllowed, "MAKEFLAGS=-Cx"},
+		{"make MAKEFLAGS append", "make MAKEFLAGS+=--eval=x", action.CodeArgumentNotAllowed, "MAKEFLAGS+=--eval=x"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
