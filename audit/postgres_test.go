@@ -326,3 +326,28 @@ func TestVerifyPostgresWithAnchor(t *testing.T) {
 		t.Fatalf("cut chain against the anchor: %s, %v", rep, err)
 	}
 }
+
+func TestPostgresReplicasCreateTableAtOnce(t *testing.T) {
+	dsn := testPostgres(t)
+	table := testTable(t, dsn)
+	const replicas = 4
+	var wg sync.WaitGroup
+	for r := range replicas {
+		wg.Go(func() {
+			p, err := OpenPostgres(context.Background(), dsn, fmt.Sprintf("replica-%d", r), WithTable(table))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer p.Close()
+			if _, err := p.Append(context.Background(), "started", true); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	rep := verifyPG(t, dsn, table, "")
+	if !rep.OK() || rep.Chains != replicas || rep.Records != replicas {
+		t.Fatalf("after %d replicas started at once: %+v", replicas, rep)
+	}
+}
