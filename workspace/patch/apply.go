@@ -131,6 +131,26 @@ func oldSide(h *Hunk) []Line {
 	return out
 }
 
+// newSide returns the context and added lines of h, in order.
+func newSide(h *Hunk) []Line {
+	out := make([]Line, 0, len(h.Lines))
+	for _, l := range h.Lines {
+		if l.Kind != '-' {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func hasChanges(h *Hunk) bool {
+	for _, l := range h.Lines {
+		if l.Kind != ' ' {
+			return true
+		}
+	}
+	return false
+}
+
 // verbatim lists the places where old matches the file exactly (line
 // endings aside).
 func (m *matcher) verbatim(old []Line) []int {
@@ -156,6 +176,9 @@ func (m *matcher) verbatim(old []Line) []int {
 func (m *matcher) loose(old []Line) []int {
 	var out []int
 	L := len(old)
+	if L == 0 {
+		return nil
+	}
 	norm := make([]string, L)
 	for j, l := range old {
 		norm[j] = strings.TrimSpace(l.Text)
@@ -222,6 +245,9 @@ func (m *matcher) fuzzy(old []Line, threshold float64) []int {
 		}
 	}
 	sort.Ints(starts)
+	if len(starts) > maxFuzzyStarts {
+		return nil // too repetitive to score safely: refuse rather than guess
+	}
 	type scored struct {
 		p     int
 		score float64
@@ -229,7 +255,7 @@ func (m *matcher) fuzzy(old []Line, threshold float64) []int {
 	var ok []scored
 	best := 0.0
 	for _, p := range starts {
-		sum, fail := 0.0, false
+		sum, fail, seen := 0.0, false, 0
 		for j, l := range old {
 			if l.Kind == '-' {
 				if m.norm[p+j] != norm[j] {
@@ -239,6 +265,12 @@ func (m *matcher) fuzzy(old []Line, threshold float64) []int {
 				continue
 			}
 			sum += similarity(m.norm[p+j], norm[j])
+			seen++
+			// Stop once the remaining lines cannot lift the mean to the threshold.
+			if (sum+float64(context-seen))/float64(context) < threshold {
+				fail = true
+				break
+			}
 		}
 		if fail {
 			continue
@@ -261,8 +293,14 @@ func (m *matcher) fuzzy(old []Line, threshold float64) []int {
 	return out
 }
 
-// similarity is 1 minus the edit distance over the longer length, for lines
-// up to 400 bytes; longer lines are equal or not.
+// maxFuzzyStarts bounds the places the fuzzy stage scores for one hunk.
+const maxFuzzyStarts = 4096
+
+// maxSimilarityBytes bounds the lines compared by edit distance; longer
+// lines are equal or not.
+const maxSimilarityBytes = 256
+
+// similarity is 1 minus the edit distance over the longer length.
 func similarity(a, b string) float64 {
 	if a == b {
 		return 1
@@ -270,7 +308,7 @@ func similarity(a, b string) float64 {
 	if len(a) == 0 || len(b) == 0 {
 		return 0
 	}
-	if len(a) > 400 || len(b) > 400 {
+	if len(a) > maxSimilarityBytes || len(b) > maxSimilarityBytes {
 		return 0
 	}
 	prev := make([]int, len(b)+1)
@@ -490,6 +528,9 @@ func Apply(old []byte, hunks []Hunk, opts Options) (Result, error) {
 		if !s.placed && s.err == nil {
 			line, share, detail := m.closest(s.old)
 			s.err = &HunkError{Hunk: i + 1, Header: s.h.Header, Closest: line, Similarity: share, Detail: detail}
+			if at := m.loose(newSide(s.h)); len(at) > 0 && hasChanges(s.h) {
+				s.err.Detail += fmt.Sprintf("; the hunk's new lines are already at line %d: was the patch applied already?", at[0]+1)
+			}
 		}
 		if s.err != nil {
 			return Result{}, s.err
@@ -628,6 +669,10 @@ func build(lines []fileLine, slots []slot) (Result, error) {
 		s := &slots[i]
 		out = append(out, lines[cur:s.pos]...)
 		k := s.pos
+		var fix func(string) string
+		if s.stage == StageWhitespace || s.stage == StageFuzzy {
+			fix = reindent(s.old, lines[s.pos:s.pos+len(s.old)])
+		}
 		for _, l := range s.h.Lines {
 			switch l.Kind {
 			case ' ':
@@ -637,7 +682,11 @@ func build(lines []fileLine, slots []slot) (Result, error) {
 				k++
 				res.Removed++
 			case '+':
-				out = append(out, fileLine{text: l.Text, eol: eol})
+				text := l.Text
+				if fix != nil {
+					text = fix(text)
+				}
+				out = append(out, fileLine{text: text, eol: eol})
 				res.Added++
 			}
 		}
@@ -680,4 +729,80 @@ func build(lines []fileLine, slots []slot) (Result, error) {
 		res.Content = []byte{}
 	}
 	return res, nil
+}
+
+func leadingSpace(s string) string {
+	return s[:len(s)-len(strings.TrimLeft(s, " \t"))]
+}
+
+// reindent learns, from a hunk's old lines and the file lines they were
+// matched with, how the patch's indentation differs from the file's, and
+// returns the same change for added lines: a constant prefix added or
+// removed, or one indentation unit written as another (four spaces for a
+// tab). It returns nil when the indentation agrees or no single rule
+// explains every line, and added lines are then kept as written.
+func reindent(old []Line, file []fileLine) func(string) string {
+	type pair struct{ p, f string }
+	var pairs []pair
+	differ := false
+	for j, l := range old {
+		if strings.TrimSpace(l.Text) == "" {
+			continue
+		}
+		pr := pair{leadingSpace(l.Text), leadingSpace(file[j].text)}
+		pairs = append(pairs, pr)
+		differ = differ || pr.p != pr.f
+	}
+	if !differ {
+		return nil
+	}
+	// A constant prefix added to every line...
+	if d, ok := strings.CutSuffix(pairs[0].f, pairs[0].p); ok && d != "" {
+		all := true
+		for _, pr := range pairs {
+			all = all && pr.f == d+pr.p
+		}
+		if all {
+			return func(s string) string { return d + s }
+		}
+	}
+	// ... or removed from every line ...
+	if d, ok := strings.CutSuffix(pairs[0].p, pairs[0].f); ok && d != "" {
+		all := true
+		for _, pr := range pairs {
+			all = all && pr.p == d+pr.f
+		}
+		if all {
+			return func(s string) string { return strings.TrimPrefix(s, d) }
+		}
+	}
+	// ... or one unit of indentation spelled as another.
+	units := []string{"\t", "    ", "  "}
+	depth := func(ws, unit string) (int, bool) {
+		n := strings.Count(ws, unit)
+		return n, strings.Repeat(unit, n) == ws
+	}
+	for _, up := range units {
+		for _, uf := range units {
+			if up == uf {
+				continue
+			}
+			all := true
+			for _, pr := range pairs {
+				np, okp := depth(pr.p, up)
+				nf, okf := depth(pr.f, uf)
+				all = all && okp && okf && np == nf
+			}
+			if all {
+				return func(s string) string {
+					ws := leadingSpace(s)
+					if n, ok := depth(ws, up); ok {
+						return strings.Repeat(uf, n) + s[len(ws):]
+					}
+					return s
+				}
+			}
+		}
+	}
+	return nil
 }

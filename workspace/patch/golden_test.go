@@ -394,6 +394,16 @@ new mode 100755
 		{name: "repetitive-ordered-between-unique-hunks", files: tree{"gen.go": gen(3)}, wantStage: patch.StageExact,
 			patch: "--- a/gen.go\n+++ b/gen.go\n@@ @@\n \tcase 0:\n-\t\tx := load()\n+\t\tx := load0()\n \t\tif x == nil {\n" + genHunk(0) +
 				"@@ @@\n \tcase 2:\n-\t\tx := load()\n+\t\tx := load2()\n"},
+		{name: "whitespace-spaces-for-tabs-reindented", files: tree{"demo.go": goFile}, wantStage: patch.StageWhitespace, patch: "--- a/demo.go\n+++ b/demo.go\n@@ -5,4 +5,5 @@\n func Hello(name string) string {\n-    greeting := \"Hello, \" + name\n+    greeting := \"Hi, \" + name\n+    if name == \"\" {\n+        greeting = \"Hi!\"\n+    }\n     return greeting\n }\n"},
+		{name: "whitespace-lost-indent-level-reindented", files: tree{"demo.go": goFile}, wantStage: patch.StageWhitespace, patch: "--- a/demo.go\n+++ b/demo.go\n@@ -6,2 +6,3 @@\n greeting := \"Hello, \" + name\n-return greeting\n+if name == \"\" {\n+\treturn \"Hi!\"\n+}\n+return greeting + \"!\"\n"},
+		{name: "already-applied-hint", files: tree{"demo.go": goFile}, wantErr: patch.ErrNoMatch, patch: `--- a/demo.go
++++ b/demo.go
+@@ -10,3 +10,3 @@
+ func Bye(name string) {
+-	fmt.Println("Goodbye,", name)
++	fmt.Println("Bye,", name)
+ }
+`},
 		{name: "no-context-insertion-refused", files: tree{"demo.go": goFile}, wantErr: patch.ErrNoMatch, patch: `--- a/demo.go
 +++ b/demo.go
 @@ -8,0 +9,1 @@
