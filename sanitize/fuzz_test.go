@@ -77,6 +77,49 @@ func FuzzSanitize(f *testing.F) {
 	})
 }
 
+// adjacentOK are the planted strings whose rules do not depend on what
+// surrounds them (a fixed prefix or a name, and greedy runs), so they are
+// caught even glued to arbitrary text. Left out: the bare AWS secret key
+// (an exact 40-byte run), "Bearer " (which needs a boundary before it)
+// and the URL password (the fuzzed text can make it part of the host).
+func adjacentOK(planted string) bool {
+	switch {
+	case planted == fakeAWSSecret, strings.HasPrefix(planted, "Bearer "), strings.Contains(planted, "://"):
+		return false
+	}
+	return true
+}
+
+// FuzzSanitizeAdjacent is FuzzSanitize without separators: the secret is
+// glued to the fuzzed text on both sides.
+func FuzzSanitizeAdjacent(f *testing.F) {
+	f.Add("", "", uint8(0))
+	f.Add("password: \"x ", "\"", uint8(32))
+	f.Add("Bearer ", "", uint8(3))
+	f.Add("AKIA", "ZZZZ", uint8(0))
+	f.Add("eyJhbGciOiJIUzI1", ".x", uint8(4))
+	f.Add("hooks.slack.com/", "", uint8(5))
+	f.Add("https://u:", "@h", uint8(10))
+	f.Fuzz(func(t *testing.T, before, after string, pick uint8) {
+		planted := plantable[int(pick)%len(plantable)]
+		if !adjacentOK(planted) {
+			t.Skip()
+		}
+		secret := core(planted)
+		if strings.Contains(before, secret) || strings.Contains(after, secret) {
+			t.Skip("the fuzzed text holds the secret itself")
+		}
+		s, err := New(Options{Key: testKey, MaxString: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := before + planted + after
+		if out := s.String(text); strings.Contains(out, secret) {
+			t.Fatalf("secret survived\n in: %q\nout: %q", text, out)
+		}
+	})
+}
+
 // flatten lists every string (keys included) in a sanitized value.
 func flatten(v any) []string {
 	switch t := v.(type) {

@@ -462,7 +462,7 @@ func (sc *scanner) bearerAt(i int) (int, int) {
 	if e-a < 20 && !hasDigit(s[a:e]) && !hasNonAlnum(s[a:e]) {
 		return i, i
 	}
-	return a, sc.extend(a, e)
+	return a, sc.widen(a, e)
 }
 
 func hasNonAlnum(s string) bool {
@@ -497,7 +497,7 @@ func (sc *scanner) userinfoAt(a int) (int, int) {
 	if colon < 0 || a+colon+1 == at || isMarker(s[a+colon+1:at]) {
 		return a, a
 	}
-	return a + colon + 1, at
+	return a + colon + 1, sc.widen(a+colon+1, at)
 }
 
 // assignmentAt matches the value in "name = value", "name: value",
@@ -580,7 +580,7 @@ func (sc *scanner) assignmentAt(i int) (int, int) {
 	case startsWithMarker(v), v == "null", v == "true", v == "false", v == "None", v == "nil":
 		return i, i
 	}
-	return a, sc.extend(a, e)
+	return a, sc.widen(a, e)
 }
 
 // startsWithMarker reports whether s begins with a redaction marker, so
@@ -637,15 +637,31 @@ func schemeEnd(s string, a int) int {
 
 var authSchemes = []string{"bearer", "basic", "token", "digest", "bot", "negotiate", "ntlm", "apikey", "key"}
 
-// extend widens a context-found span [a, e) when a fixed-shape rule that
-// starts at a reaches further (a PEM block after "private_key: ").
-func (sc *scanner) extend(a, e int) int {
+// widen returns the end of a context-found span [a, e) (a value after a
+// name, a bearer credential, a URL password), pushed out to cover any
+// fixed-shape secret that starts inside the span and runs past e: a PEM
+// block whose first line ends a quoted value would otherwise leave its
+// body behind. Context rules are not re-run inside the span, and positions
+// inside an earlier find are skipped, so the cost stays linear.
+func (sc *scanner) widen(a, e int) int {
 	s := sc.s
-	if class[s[a]]&clsURL64 == 0 && s[a] != '-' {
-		return e
+	end := e
+	for j := a; j < e; j++ {
+		c := s[j]
+		if !firstByte[c] || c == ':' || c == '=' || c == 'B' || c == 'b' {
+			continue
+		}
+		var n byte
+		if j+1 < len(s) {
+			n = s[j+1]
+		}
+		if !pairTrig[int(c)<<8|int(n)] {
+			continue
+		}
+		if x, y := sc.matchAt(j); y > x {
+			end = max(end, y)
+			j = y - 1
+		}
 	}
-	if x, y := sc.matchAt(a); y > e && x == a {
-		return y
-	}
-	return e
+	return end
 }

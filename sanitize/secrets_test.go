@@ -180,3 +180,27 @@ func TestStringKeepsNearMisses(t *testing.T) {
 		})
 	}
 }
+
+// TestStringContextSpansCoverShapes: a span found by context (a value, a
+// bearer credential, a URL password) that stops inside a longer secret is
+// widened to cover it, so no tail of the secret is left behind.
+func TestStringContextSpansCoverShapes(t *testing.T) {
+	s := newTestSanitizer(t, -1)
+	pemBody := "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun"
+	cases := []struct {
+		name, text string
+	}{
+		{"quoted value ending in a PEM header line", `password: "x ` + fakeRSAKey + `"`},
+		{"unquoted value glued to a PEM", "secret=x" + fakeRSAKey},
+		{"bearer credential glued to a PEM", "Bearer abcdefgh12" + fakeRSAKey},
+		{"url password glued to a PEM", "https://u:pw" + fakeRSAKey + "@h/"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out := s.String(tc.text)
+			if strings.Contains(out, pemBody) || strings.Contains(out, "PRIVATE KEY") {
+				t.Errorf("part of the key survived:\n in: %q\nout: %q", tc.text, out)
+			}
+		})
+	}
+}
