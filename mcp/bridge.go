@@ -3,13 +3,16 @@ package mcp
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -161,26 +164,63 @@ func (s *Server) blocked(a action.Action, d policy.Decision) action.Observation 
 	return action.Observation{Action: a.Name, Source: action.SourcePolicy, Status: action.StatusBlocked, Code: d.Code, Message: d.Message}
 }
 
-// toolResult is the MCP form of an observation.
+// toolResult is the MCP form of an observation. The observation goes into
+// the result as a value, so that the transport encodes it once; a payload
+// that JSON cannot encode is replaced by an internal error first, so that
+// encoding the response never fails.
 func toolResult(obs action.Observation) *mcpgo.CallToolResult {
 	if obs.Payload == nil {
 		obs.Payload = map[string]any{}
 	}
-	var structured map[string]any
-	if v, err := toJSONValue(obs); err == nil {
-		structured, _ = v.(map[string]any)
-	}
-	if structured == nil { // an unencodable payload: say so rather than fail
+	if !encodable(obs.Payload, 0) {
 		obs = action.Observation{ActionID: obs.ActionID, Action: obs.Action, Source: action.SourceHarness, Status: action.StatusError,
-			Code: action.CodeInternal, Message: "observation payload is not encodable", Payload: map[string]any{}}
-		v, _ := toJSONValue(obs)
-		structured, _ = v.(map[string]any)
+			Code: action.CodeInternal, Message: "observation payload is not encodable as JSON", Payload: map[string]any{}, LatencyMS: obs.LatencyMS}
 	}
 	return &mcpgo.CallToolResult{
 		Content:           []mcpgo.Content{mcpgo.NewTextContent(Render(obs))},
-		StructuredContent: structured,
+		StructuredContent: obs,
 		IsError:           obs.Status != action.StatusOK,
 	}
+}
+
+// encodable reports whether encoding/json can encode v. It walks the
+// generic shapes runtimes return without encoding them, and encodes only
+// values of other types.
+func encodable(v any, depth int) bool {
+	if depth > 256 {
+		return false
+	}
+	switch x := v.(type) {
+	case nil, string, bool, json.Number, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, []string, time.Time:
+		return true
+	case float64:
+		return !math.IsNaN(x) && !math.IsInf(x, 0)
+	case float32:
+		return !math.IsNaN(float64(x)) && !math.IsInf(float64(x), 0)
+	case map[string]any:
+		for _, e := range x {
+			if !encodable(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		for _, e := range x {
+			if !encodable(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	case []map[string]any:
+		for _, e := range x {
+			if !encodable(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	_, err := json.Marshal(v)
+	return err == nil
 }
 
 // clientName is the MCP client's name, for the events' agent_id.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sync"
 	"testing"
 	"time"
@@ -40,6 +41,12 @@ func TestMain(m *testing.M) {
 }
 
 func serveBridgeForTest() int {
+	if path := os.Getenv("HARNESS_MCP_TEST_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer pprof.StopCPUProfile()
+		}
+	}
 	cfg, err := policy.LoadFile(os.Getenv("HARNESS_MCP_TEST_CONFIG"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

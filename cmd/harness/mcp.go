@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"os"
+	"runtime/debug"
 
 	"github.com/harness-runtime/harness/mcp"
 )
@@ -43,6 +45,12 @@ func mcpCmd(ctx context.Context, args []string, s stdio) int {
 		}
 		fs.Usage()
 		return exitUsage
+	}
+	if os.Getenv("GOGC") == "" {
+		// A bridge answers one client whose results (file contents,
+		// listings) are short-lived garbage: trade memory for fewer
+		// collections.
+		debug.SetGCPercent(400)
 	}
 	cfg, err := loadConfig(*config, *root)
 	if err != nil {

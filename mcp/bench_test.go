@@ -1,0 +1,105 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+)
+
+// benchBridge is a bridge over a workspace holding big.txt (64 KiB) and
+// many/ (1,000 files), without an audit log.
+func benchBridge(b *testing.B) *Server {
+	b.Helper()
+	root := b.TempDir()
+	mustWrite(b, filepath.Join(root, "big.txt"), strings.Repeat(strings.Repeat("x", 63)+"\n", 1024))
+	for i := 0; i < 1000; i++ {
+		mustWrite(b, filepath.Join(root, "many", fmt.Sprintf("f%04d.txt", i)), "x")
+	}
+	cfg := testConfig(b, `
+harness:
+  auto-approved-actions: [workspace_read_file, workspace_list_files]
+  workspace: {max-file-bytes: 1048576, max-list-entries: 5000}
+`)
+	cfg.Harness.Workspace.Root = root
+	h, closeFn, err := buildHarness(cfg, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(closeFn)
+	s, err := NewServer(h, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+func benchCall(b *testing.B, s *Server, name string, args map[string]any) {
+	handler := s.handlerFor(name)
+	req := mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: name, Arguments: args}}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := handler(ctx, req)
+		if err != nil || res.IsError {
+			b.Fatalf("%v %v", err, res)
+		}
+	}
+}
+
+// BenchmarkBridgeRead64KiB is the bridge's own cost of one
+// workspace_read_file of a 64 KiB file (no transport, no audit).
+func BenchmarkBridgeRead64KiB(b *testing.B) {
+	benchCall(b, benchBridge(b), "workspace_read_file", map[string]any{"path": "big.txt"})
+}
+
+// BenchmarkBridgeList1000 is the bridge's own cost of one
+// workspace_list_files of a 1,000-entry directory.
+func BenchmarkBridgeList1000(b *testing.B) {
+	benchCall(b, benchBridge(b), "workspace_list_files", map[string]any{"path": "many"})
+}
+
+// BenchmarkStdioRead64KiB is one workspace_read_file of a 64 KiB file
+// through the stdio transport (both ends in process, no audit).
+func BenchmarkStdioRead64KiB(b *testing.B) {
+	benchStdio(b, "workspace_read_file", map[string]any{"path": "big.txt"})
+}
+
+// BenchmarkStdioList1000 is one workspace_list_files of a 1,000-entry
+// directory through the stdio transport.
+func BenchmarkStdioList1000(b *testing.B) {
+	benchStdio(b, "workspace_list_files", map[string]any{"path": "many"})
+}
+
+func benchStdio(b *testing.B, name string, args map[string]any) {
+	s := benchBridge(b)
+	cr, sw := io.Pipe()
+	sr, cw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = s.ServeStdio(ctx, sr, sw); close(done) }()
+	b.Cleanup(func() { cancel(); cw.Close(); sw.Close(); <-done })
+	cli := mcpclient.NewClient(transport.NewIO(cr, cw, io.NopCloser(strings.NewReader(""))))
+	if err := cli.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := cli.Initialize(ctx, mcpgo.InitializeRequest{}); err != nil {
+		b.Fatal(err)
+	}
+	req := mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: name, Arguments: args}}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := cli.CallTool(ctx, req)
+		if err != nil || res.IsError {
+			b.Fatalf("%v %v", err, res)
+		}
+	}
+}
