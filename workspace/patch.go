@@ -100,7 +100,8 @@ func (w *Workspace) applyPatch(ctx context.Context, in map[string]any) (map[stri
 // the diff, and per file the operation, placement stage, line counts and
 // the SHA-256 of its current and new content. It applies the write rules
 // (write_disabled, protected paths), so a plan that PlanPatch returns is
-// one ApplyPlan may write. Failures carry codes: invalid_input,
+// one ApplyPlan may write. A plan holds the contents it read and will
+// write, in memory only: it is not serialisable. Failures carry codes: invalid_input,
 // path_outside_root, not_found, too_large, write_disabled, patch_failed,
 // stale_preview.
 func (w *Workspace) PlanPatch(ctx context.Context, in map[string]any) (PatchPlan, error) {
@@ -288,6 +289,8 @@ func patchError(file string, err error) error {
 		return &action.Error{Code: action.CodePathOutsideRoot, Message: where + err.Error(), Err: err}
 	case errors.Is(err, patch.ErrMalformed):
 		return &action.Error{Code: action.CodeInvalidInput, Message: where + err.Error(), Err: err}
+	case errors.Is(err, patch.ErrNotExist):
+		return &action.Error{Code: action.CodeNotFound, Message: where + err.Error(), Err: err}
 	}
 	return &action.Error{Code: action.CodePatchFailed, Message: where + err.Error(), Err: err}
 }

@@ -235,7 +235,7 @@ func TestApplyPatchAllOrNothing(t *testing.T) {
 		code  action.Code
 	}{
 		{"second-hunk-does-not-match", "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n a1\n-a2\n+A2\n a3\n--- a/b.txt\n+++ b/b.txt\n@@ -1,3 +1,3 @@\n b1\n-XX\n+B2\n b3\n", action.CodePatchFailed},
-		{"second-file-missing", "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n a1\n-a2\n+A2\n a3\n--- a/c.txt\n+++ b/c.txt\n@@ -1 +1 @@\n-c\n+C\n", action.CodePatchFailed},
+		{"second-file-missing", "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,3 @@\n a1\n-a2\n+A2\n a3\n--- a/c.txt\n+++ b/c.txt\n@@ -1 +1 @@\n-c\n+C\n", action.CodeNotFound},
 		{"second-file-outside-root", "*** Begin Patch\n*** Add File: new/x.txt\n+x\n*** Update File: a.txt\n@@\n-a2\n+A2\n*** Add File: ../evil.txt\n+evil\n*** End Patch\n", action.CodePathOutsideRoot},
 		{"second-file-create-exists", "*** Begin Patch\n*** Add File: new/x.txt\n+x\n*** Add File: b.txt\n+b\n*** End Patch\n", action.CodePatchFailed},
 		{"second-file-absolute", "--- a/a.txt\n+++ b/a.txt\n@@ -2 +2 @@\n-a2\n+A2\n--- /etc/hosts\n+++ /etc/hosts\n@@ -1 +1 @@\n-x\n+y\n", action.CodePathOutsideRoot},
@@ -323,7 +323,8 @@ func TestApplyPatchErrors(t *testing.T) {
 		{"strip-negative", true, map[string]any{"patch": "@@ -1 +1 @@\n-a\n+b\n", "strip": -1}, action.CodeInvalidInput, nil},
 		{"malformed-patch", true, map[string]any{"patch": "this is not a patch"}, action.CodeInvalidInput, nil},
 		{"write-disabled", false, map[string]any{"path": "main.go", "content": "x"}, action.CodeWriteDisabled, nil},
-		{"missing-file", true, map[string]any{"patch": "--- a/nope.go\n+++ b/nope.go\n@@ -1 +1 @@\n-a\n+b\n"}, action.CodePatchFailed, nil},
+		{"missing-file", true, map[string]any{"patch": "--- a/nope.go\n+++ b/nope.go\n@@ -1 +1 @@\n-a\n+b\n"}, action.CodeNotFound, nil},
+		{"missing-file-envelope", true, map[string]any{"patch": "*** Begin Patch\n*** Update File: nope.go\n@@\n-a\n+b\n*** End Patch\n"}, action.CodeNotFound, nil},
 		{"ambiguous-hunk", true, map[string]any{"path": "rep.txt", "patch": "@@ -4,3 +4,3 @@\n x := 1\n-y := 2\n+y := 3\n z := 3\n"}, action.CodePatchFailed,
 			func(t *testing.T, e *action.Error) {
 				if e.Payload["ambiguous"] != true || len(e.Payload["places"].([]any)) != 5 || !strings.Contains(e.Message, "ambiguous") {

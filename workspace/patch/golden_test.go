@@ -356,6 +356,7 @@ new mode 100755
 -	fmt.Println("Bye,", name)
 +	fmt.Println("Goodbye,", name)
 `},
+		{name: "envelope-with-a-prefix", files: tree{"demo.go": goFile}, wantStage: patch.StageExact, patch: "*** Begin Patch\n*** Update File: a/demo.go\n@@\n-\tfmt.Println(\"Bye,\", name)\n+\tfmt.Println(\"Ciao,\", name)\n*** End Patch\n"},
 		{name: "ambiguous-strip", files: tree{"a/demo.go": goFile, "demo.go": goFile}, wantErr: patch.ErrAmbiguous, patch: `--- a/demo.go
 +++ b/demo.go
 @@ -11,1 +11,1 @@

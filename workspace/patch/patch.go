@@ -197,9 +197,11 @@ var (
 	ErrOutsideRoot = errors.New("path outside root")
 	// ErrAmbiguous: a hunk or a path could be applied in more than one way.
 	ErrAmbiguous = errors.New("ambiguous")
-	// ErrNoMatch: a hunk's old lines are not in the file, or a file to
-	// modify does not exist.
+	// ErrNoMatch: a hunk's old lines are not in the file.
 	ErrNoMatch = errors.New("does not apply")
+	// ErrNotExist: a file the patch modifies, deletes or renames does not
+	// exist.
+	ErrNotExist = errors.New("file does not exist")
 )
 
 // HunkError explains why a hunk was not applied.

@@ -29,8 +29,10 @@ const (
 // file that must exist, the level at which it exists; for a file to create,
 // the level used by the patch's other files, else the level whose parent
 // directory exists, else 1 for an "a/" or "b/" prefix. Two levels that both
-// fit are refused (ErrAmbiguous). Envelope names and git's rename from/to
-// names are never stripped.
+// fit are refused (ErrAmbiguous). Git's rename from/to names are never
+// stripped. Envelope names are root-relative and used as written, except
+// that a name to update, delete or move that does not exist is taken
+// without its first component when that file exists (models add a/).
 //
 // Absolute names, names with "..", NUL bytes or backslashes that could leave
 // the root are refused with ErrOutsideRoot, whatever the strip level. Resolve
@@ -110,11 +112,16 @@ func cleanRel(name string) string {
 func resolveFile(f *File, strip, hint int, stat func(string) Kind) (int, error) {
 	if f.fixedNames {
 		f.OldPath, f.Path = cleanRel(f.OldName), cleanRel(f.NewName)
-		if f.Op == OpDelete {
-			f.Path = f.OldPath
+		// Envelope names are root-relative, but models sometimes add git's
+		// a/ prefix: use the stripped name only when the name as written
+		// does not exist and the stripped one does.
+		if f.OldPath != "" && strip < 0 && stat(f.OldPath) == Missing {
+			if alt := cleanRel(stripN(f.OldPath, 1)); alt != "" && stat(alt) == Regular {
+				f.OldPath = alt
+			}
 		}
-		if f.Op == OpModify {
-			f.Path = f.OldPath
+		if f.Op == OpDelete || f.Op == OpModify {
+			f.Path, f.OldPath = f.OldPath, ""
 		}
 		if f.Path == "" {
 			return -1, fmt.Errorf("%w: empty file name", ErrMalformed)
@@ -158,7 +165,7 @@ func resolveFile(f *File, strip, hint int, stat func(string) Kind) (int, error) 
 		}
 		switch len(hits) {
 		case 0:
-			return "", -1, fmt.Errorf("%w: %s does not exist in the workspace", ErrNoMatch, firstNonEmpty(names...))
+			return "", -1, fmt.Errorf("%w: %s does not exist in the workspace", ErrNotExist, firstNonEmpty(names...))
 		case 1:
 			return hits[0].p, hits[0].level, nil
 		}
@@ -218,7 +225,7 @@ func resolveFile(f *File, strip, hint int, stat func(string) Kind) (int, error) 
 		if f.GitOldName != "" {
 			f.OldPath, lv = cleanRel(f.GitOldName), -1
 			if stat(f.OldPath) == Missing {
-				return -1, fmt.Errorf("%w: %s does not exist in the workspace", ErrNoMatch, f.OldPath)
+				return -1, fmt.Errorf("%w: %s does not exist in the workspace", ErrNotExist, f.OldPath)
 			}
 		} else {
 			p, l, err := existing(f.OldName)
