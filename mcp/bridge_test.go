@@ -1,0 +1,238 @@
+package mcp
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/harness-runtime/harness/action"
+)
+
+// inProcessBridge serves a bridge over a fresh workspace to an in-process
+// mcp-go client, which speaks the stateless 2026-07-28 protocol.
+func inProcessBridge(t *testing.T, yaml string, elicit mcpclient.ElicitationHandler) (*Server, *mcpclient.Client, string, *events) {
+	t.Helper()
+	root := workspaceRoot(t)
+	cfg := testConfig(t, yaml)
+	cfg.Harness.Workspace.Root = root
+	ev := &events{}
+	h, closeFn, err := buildHarness(cfg, ev)
+	require.NoError(t, err)
+	t.Cleanup(closeFn)
+	srv, err := NewServer(h, cfg, WithLogger(quietLogger()))
+	require.NoError(t, err)
+	var opts []mcpclient.ClientOption
+	if elicit != nil {
+		opts = append(opts, mcpclient.WithElicitationHandler(elicit))
+	}
+	cli, err := mcpclient.NewInProcessClientWithOptions(srv.MCPServer(), opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { cli.Close() })
+	ctx := context.Background()
+	require.NoError(t, cli.Start(ctx))
+	init, err := cli.Initialize(ctx, mcpgo.InitializeRequest{Params: mcpgo.InitializeParams{ClientInfo: mcpgo.Implementation{Name: "unit", Version: "1"}}})
+	require.NoError(t, err)
+	require.Equal(t, mcpgo.ProtocolVersion20260728, init.ProtocolVersion, "negotiated the stateless protocol")
+	return srv, cli, root, ev
+}
+
+func TestBridgeToolsAndAnnotations(t *testing.T) {
+	_, cli, _, _ := inProcessBridge(t, `
+harness:
+  disabled-actions: [workspace_run_shell]
+  auto-approved-actions: [workspace_read_file]
+  mcp: {bridge: {trusted-actions: [workspace_apply_patch]}}
+`, nil)
+	list, err := cli.ListTools(context.Background(), mcpgo.ListToolsRequest{})
+	require.NoError(t, err)
+	tools := map[string]mcpgo.Tool{}
+	for _, tool := range list.Tools {
+		tools[tool.Name] = tool
+	}
+	assert.NotContains(t, tools, "workspace_run_shell", "disabled actions are not served")
+	tests := []struct {
+		name                  string
+		readOnly, destructive bool
+		openWorld             bool
+		description           string
+	}{
+		{"workspace_read_file", true, false, false, ""},
+		{"workspace_search_text", true, false, false, "Needs trust"},
+		{"workspace_propose_patch", true, false, false, "Needs trust"},
+		{"workspace_apply_patch", false, true, false, "Asks you to confirm"},
+		{"mcp_call", false, false, true, "Needs trust"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tool, ok := tools[tc.name]
+			require.True(t, ok)
+			a := tool.Annotations
+			require.NotNil(t, a.ReadOnlyHint)
+			assert.Equal(t, tc.readOnly, *a.ReadOnlyHint)
+			if a.DestructiveHint != nil {
+				assert.Equal(t, tc.destructive, *a.DestructiveHint)
+			} else {
+				assert.False(t, tc.destructive)
+			}
+			require.NotNil(t, a.OpenWorldHint)
+			assert.Equal(t, tc.openWorld, *a.OpenWorldHint)
+			assert.Contains(t, tool.Description, tc.description)
+		})
+	}
+}
+
+type elicitFunc func(ctx context.Context, req mcpgo.ElicitationRequest) (*mcpgo.ElicitationResult, error)
+
+func (f elicitFunc) Elicit(ctx context.Context, req mcpgo.ElicitationRequest) (*mcpgo.ElicitationResult, error) {
+	return f(ctx, req)
+}
+
+func answer(action mcpgo.ElicitationResponseAction, content any, shown *[]string) elicitFunc {
+	return func(_ context.Context, req mcpgo.ElicitationRequest) (*mcpgo.ElicitationResult, error) {
+		*shown = append(*shown, req.Params.Message)
+		return &mcpgo.ElicitationResult{ElicitationResponse: mcpgo.ElicitationResponse{Action: action, Content: content}}, nil
+	}
+}
+
+func structured(t *testing.T, res *mcpgo.CallToolResult) action.Observation {
+	t.Helper()
+	raw, err := toJSONValue(res.StructuredContent)
+	require.NoError(t, err)
+	m := raw.(map[string]any)
+	return action.Observation{Status: action.Status(m["status"].(string)), Code: action.Code(m["code"].(string)), Message: m["message"].(string), Source: action.Source(m["source"].(string))}
+}
+
+// TestBridgeConfirmation covers the stateless protocol's multi round-trip
+// confirmation; the TypeScript SDK tests cover the legacy one.
+func TestBridgeConfirmation(t *testing.T) {
+	const yaml = `
+harness:
+  mcp: {bridge: {trusted-actions: [workspace_apply_patch]}}
+`
+	tests := []struct {
+		name    string
+		action  mcpgo.ElicitationResponseAction
+		content any
+		code    action.Code
+		written bool
+	}{
+		{"accept with confirm runs", mcpgo.ElicitationResponseActionAccept, map[string]any{"confirm": true}, "", true},
+		{"accept without confirm is refused", mcpgo.ElicitationResponseActionAccept, map[string]any{"confirm": false}, action.CodeTrustRequired, false},
+		{"decline is refused", mcpgo.ElicitationResponseActionDecline, nil, action.CodeTrustRequired, false},
+		{"cancel is refused", mcpgo.ElicitationResponseActionCancel, nil, action.CodeTrustRequired, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var shown []string
+			_, cli, root, ev := inProcessBridge(t, yaml, answer(tc.action, tc.content, &shown))
+			res, err := cli.CallTool(context.Background(), mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{
+				Name: "workspace_apply_patch", Arguments: map[string]any{"path": "a.txt", "content": "new\n"}}})
+			require.NoError(t, err)
+			obs := structured(t, res)
+			assert.Equal(t, tc.code, obs.Code, obs.Message)
+			require.Len(t, shown, 1, "the person was asked once")
+			assert.Contains(t, shown[0], "workspace_apply_patch")
+			got, _ := os.ReadFile(filepath.Join(root, "a.txt"))
+			assert.Equal(t, tc.written, string(got) == "new\n")
+			if tc.written {
+				assert.Contains(t, ev.types("workspace_apply_patch"), "post_action@mcp", "the run went through Execute as principal mcp")
+			}
+		})
+	}
+}
+
+func TestBridgeRefusesForgedOrStaleConfirmation(t *testing.T) {
+	srv, _, root, _ := inProcessBridge(t, `
+harness:
+  mcp: {bridge: {trusted-actions: [workspace_apply_patch]}}
+`, nil)
+	a := action.Action{Name: "workspace_apply_patch", Input: map[string]any{"path": "a.txt", "content": "new\n"}}
+	hash, err := a.Hash()
+	require.NoError(t, err)
+	other := action.Action{Name: "workspace_apply_patch", Input: map[string]any{"path": "a.txt", "content": "other\n"}}
+	otherHash, _ := other.Hash()
+	_, _, preview, err := srv.h.Preview(context.Background(), a)
+	require.NoError(t, err)
+	good := srv.signState(hash, previewDigest(preview), time.Now())
+	accept := mcpgo.InputResponses{confirmID: mcpgo.NewElicitationInputResponse(mcpgo.ElicitationResult{
+		ElicitationResponse: mcpgo.ElicitationResponse{Action: mcpgo.ElicitationResponseActionAccept, Content: map[string]any{"confirm": true}}})}
+	tests := []struct {
+		name  string
+		state string
+		code  action.Code
+	}{
+		{"state signed for another action", srv.signState(otherHash, previewDigest(preview), time.Now()), action.CodeStalePreview},
+		{"tampered preview digest", strings.Replace(good, previewDigest(preview), strings.Repeat("0", 64), 1), action.CodeStalePreview},
+		{"expired state", srv.signState(hash, previewDigest(preview), time.Now().Add(-confirmTTL-time.Minute)), action.CodeStalePreview},
+		{"garbage state", "v1.1.2.3.4", action.CodeStalePreview},
+		{"preview changed since it was shown", srv.signState(hash, strings.Repeat("a", 64), time.Now()), action.CodeStalePreview},
+	}
+	handler := srv.handlerFor("workspace_apply_patch")
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req := mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: a.Name, Arguments: a.Input,
+				MultiRoundTripParams: mcpgo.MultiRoundTripParams{InputResponses: accept, RequestState: tc.state}}}
+			res, err := handler(context.Background(), req)
+			require.NoError(t, err)
+			obs := structured(t, res)
+			assert.Equal(t, tc.code, obs.Code, obs.Message)
+			got, _ := os.ReadFile(filepath.Join(root, "a.txt"))
+			assert.Equal(t, "hello world\nsecond line\n", string(got), "nothing was written")
+		})
+	}
+	t.Run("the genuine state runs", func(t *testing.T) {
+		req := mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: a.Name, Arguments: a.Input,
+			MultiRoundTripParams: mcpgo.MultiRoundTripParams{InputResponses: accept, RequestState: good}}}
+		res, err := handler(context.Background(), req)
+		require.NoError(t, err)
+		obs := structured(t, res)
+		assert.Equal(t, action.StatusOK, obs.Status, obs.Message)
+	})
+}
+
+func TestBridgeWithoutElicitationRefusesWithHowTo(t *testing.T) {
+	_, cli, _, _ := inProcessBridge(t, `
+harness:
+  mcp: {bridge: {trusted-actions: [workspace_apply_patch]}}
+`, nil)
+	res, err := cli.CallTool(context.Background(), mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{
+		Name: "workspace_apply_patch", Arguments: map[string]any{"path": "a.txt", "content": "x"}}})
+	require.NoError(t, err)
+	obs := structured(t, res)
+	assert.True(t, res.IsError)
+	assert.Equal(t, action.CodeTrustRequired, obs.Code)
+	assert.Contains(t, obs.Message, "elicitation")
+	assert.Contains(t, obs.Message, "harness.auto-approved-actions")
+}
+
+func TestEncodable(t *testing.T) {
+	tests := []struct {
+		name string
+		v    any
+		want bool
+	}{
+		{"generic JSON", map[string]any{"a": []any{1.5, "x", nil, true}}, true},
+		{"Go slices of maps", map[string]any{"e": []map[string]any{{"n": int64(1)}}}, true},
+		{"NaN", map[string]any{"n": []any{mathNaN()}}, false},
+		{"a func", map[string]any{"f": func() {}}, false},
+		{"a struct", map[string]any{"s": struct{ A int }{1}}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, encodable(tc.v, 0))
+		})
+	}
+	res := toolResult(action.Observation{Status: action.StatusOK, Payload: map[string]any{"f": func() {}}})
+	assert.True(t, res.IsError, "an unencodable payload becomes an internal error, not a broken response")
+}
+
+func mathNaN() float64 { z := 0.0; return z / z }
