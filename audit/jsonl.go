@@ -13,25 +13,29 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/harness-runtime/harness/action"
 )
 
 // JSONL is an audit log in a local file, one record per line. It is safe
-// for concurrent use by many goroutines; records get consecutive seqs in
-// the order their Append calls take the log's lock. One process at a time
-// may hold a log open (an exclusive flock, where the OS has one).
+// for concurrent use by many goroutines, and several processes may append
+// to one file: each append holds an exclusive flock on the file (where the
+// OS has flock) while it reads the head of the chain, if another writer
+// moved it, and writes its record, so the chain never forks.
 //
 // It does not rotate files and does not stop a user with write access to
 // the file from rewriting it; the verifier finds such changes.
 type JSONL struct {
 	mu       sync.Mutex
 	path     string
-	lock     *os.File // read-write descriptor holding the flock
-	f        *os.File // O_APPEND descriptor that records are written to
+	rw       *os.File // read-write: the flock, reading the tail, repairs
+	f        *os.File // O_APPEND: records are written here
 	instance string
 	now      func() time.Time
 	syncFile func(*os.File) error
-	seq      uint64
+	seq      uint64 // head of the chain as of this log's last look
 	prev     string
+	end      int64 // file size after this log's last look; -1: unknown
 	broken   error
 	closed   bool
 }
@@ -49,53 +53,67 @@ func OpenJSONL(path string, opts ...Option) (*JSONL, error) {
 	if cfg.instance == "" {
 		cfg.instance = DefaultInstance()
 	}
-	lf, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	rw, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("audit: open %s: %w", path, err)
 	}
-	l := &JSONL{path: path, lock: lf, instance: cfg.instance, now: cfg.now,
-		syncFile: (*os.File).Sync, prev: ZeroHash}
+	l := &JSONL{path: path, rw: rw, instance: cfg.instance, now: cfg.now,
+		syncFile: (*os.File).Sync, prev: ZeroHash, end: -1}
 	if err := l.open(); err != nil {
-		lf.Close()
+		rw.Close()
 		if l.f != nil {
 			l.f.Close()
 		}
-		return nil, err
+		return nil, fmt.Errorf("audit: open %s: %w", path, err)
 	}
 	return l, nil
 }
 
 func (l *JSONL) open() error {
-	if err := lockFile(l.lock); err != nil {
-		return fmt.Errorf("audit: open %s: %w", l.path, err)
+	var err error
+	if l.f, err = os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
+		return err
 	}
 	// The file may just have been created: make its directory entry durable.
 	if err := syncDir(filepath.Dir(l.path)); err != nil {
-		return fmt.Errorf("audit: open %s: %w", l.path, err)
+		return err
 	}
-	st, err := l.lock.Stat()
+	unlock, err := lockFile(context.Background(), l.rw)
 	if err != nil {
-		return fmt.Errorf("audit: open %s: %w", l.path, err)
+		return err
 	}
-	end, last, err := lastLine(l.lock, st.Size())
+	defer unlock()
+	return l.refresh()
+}
+
+// refresh reads the head of the chain again if the file changed since this
+// log last looked, and repairs a torn last line. The caller holds the flock.
+func (l *JSONL) refresh() error {
+	st, err := l.rw.Stat()
 	if err != nil {
-		return fmt.Errorf("audit: open %s: %w", l.path, err)
+		return err
 	}
+	size := st.Size()
+	if size == l.end {
+		return nil
+	}
+	end, last, err := lastLine(l.rw, size)
+	if err != nil {
+		return err
+	}
+	seq, prev := uint64(0), ZeroHash
 	if last != nil {
 		rec, bad := parseRecord(last)
 		if bad != nil {
-			return fmt.Errorf("audit: open %s: %w: last complete record: %s (run harness audit verify)", l.path, ErrCorrupt, bad.msg)
+			return fmt.Errorf("%w: last complete record: %s (run harness audit verify)", ErrCorrupt, bad.msg)
 		}
-		l.seq, l.prev = rec.Seq, rec.Hash
+		seq, prev = rec.Seq, rec.Hash
 	}
-	if end < st.Size() {
-		if err := l.repairTornTail(end, st.Size()-end); err != nil {
-			return fmt.Errorf("audit: open %s: repair torn last line: %w", l.path, err)
+	l.seq, l.prev, l.end = seq, prev, end
+	if end < size {
+		if err := l.repairTornTail(end, size-end); err != nil {
+			return fmt.Errorf("repair torn last line: %w", err)
 		}
-	}
-	l.f, err = os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return fmt.Errorf("audit: open %s: %w", l.path, err)
 	}
 	return nil
 }
@@ -115,7 +133,7 @@ func (l *JSONL) repairTornTail(end, n int64) error {
 		return err
 	}
 	h := sha256.New()
-	_, err = io.Copy(io.MultiWriter(af, h), io.NewSectionReader(l.lock, end, n))
+	_, err = io.Copy(io.MultiWriter(af, h), io.NewSectionReader(l.rw, end, n))
 	if err == nil {
 		err = af.Sync()
 	}
@@ -135,16 +153,16 @@ func (l *JSONL) repairTornTail(end, n int64) error {
 		return err
 	}
 	line = append(line, '\n')
-	if _, err := l.lock.WriteAt(line, end); err != nil {
+	if _, err := l.rw.WriteAt(line, end); err != nil {
 		return err
 	}
-	if err := l.lock.Truncate(end + int64(len(line))); err != nil {
+	if err := l.rw.Truncate(end + int64(len(line))); err != nil {
 		return err
 	}
-	if err := l.lock.Sync(); err != nil {
+	if err := l.rw.Sync(); err != nil {
 		return err
 	}
-	l.seq, l.prev = rec.Seq, rec.Hash
+	l.seq, l.prev, l.end = rec.Seq, rec.Hash, end+int64(len(line))
 	slog.Warn("audit log ended in a torn line; moved it aside and recorded that in the chain",
 		"path", l.path, "bytes", n, "sha256", sum, "saved_to", aside, "seq", rec.Seq)
 	return nil
@@ -192,11 +210,15 @@ func lastNewline(f *os.File, before, span int64) (int64, error) {
 }
 
 // Append writes event as the next record. With durable=true the file is
-// fsync'd before Append returns. The context is checked before writing
-// only: a write that has started is not interrupted.
+// fsync'd before Append returns. The context bounds the wait for the file
+// lock; a write that has started is not interrupted.
 func (l *JSONL) Append(ctx context.Context, event any, durable bool) (Record, error) {
 	if err := ctx.Err(); err != nil {
 		return Record{}, fmt.Errorf("audit append: %w", err)
+	}
+	ev, err := action.Canonical(event)
+	if err != nil {
+		return Record{}, fmt.Errorf("audit append: event: %w", err)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -206,7 +228,15 @@ func (l *JSONL) Append(ctx context.Context, event any, durable bool) (Record, er
 	case l.broken != nil:
 		return Record{}, fmt.Errorf("%w: %s: %v", ErrBroken, l.path, l.broken)
 	}
-	rec, line, err := seal(l.seq+1, l.now(), l.instance, l.prev, event)
+	unlock, err := lockFile(ctx, l.rw)
+	if err != nil {
+		return Record{}, fmt.Errorf("audit append to %s: %w", l.path, err)
+	}
+	defer unlock()
+	if err := l.refresh(); err != nil {
+		return Record{}, fmt.Errorf("audit append to %s: %w", l.path, err)
+	}
+	rec, line, err := sealCanonical(l.seq+1, l.now(), l.instance, l.prev, ev)
 	if err != nil {
 		return Record{}, fmt.Errorf("audit append: %w", err)
 	}
@@ -215,7 +245,7 @@ func (l *JSONL) Append(ctx context.Context, event any, durable bool) (Record, er
 		l.broken = err
 		return Record{}, fmt.Errorf("audit append to %s: %w", l.path, err)
 	}
-	l.seq, l.prev = rec.Seq, rec.Hash
+	l.seq, l.prev, l.end = rec.Seq, rec.Hash, l.end+int64(len(line))
 	if durable {
 		if err := l.syncFile(l.f); err != nil {
 			// After a failed fsync the kernel may have dropped the data:
@@ -241,8 +271,9 @@ func (l *JSONL) Sync() error {
 	return nil
 }
 
-// Head returns the seq and hash of the last record (0 and ZeroHash for an
-// empty log).
+// Head returns the seq and hash of the last record as this log last saw
+// it (0 and ZeroHash for an empty log); other writers may have appended
+// since.
 func (l *JSONL) Head() (uint64, string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -262,7 +293,7 @@ func (l *JSONL) Close() error {
 	if l.broken == nil {
 		err = l.syncFile(l.f)
 	}
-	err = errors.Join(err, l.f.Close(), l.lock.Close())
+	err = errors.Join(err, l.f.Close(), l.rw.Close())
 	if err != nil {
 		return fmt.Errorf("audit close %s: %w", l.path, err)
 	}

@@ -319,19 +319,37 @@ func TestJSONLRefusesUnencodableEvent(t *testing.T) {
 	}
 }
 
-func TestJSONLSecondWriterIsRefused(t *testing.T) {
+func TestJSONLRepairsTornTailOfAnotherWriter(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "a.jsonl")
 	l, err := OpenJSONL(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	l2, err := OpenJSONL(path)
-	if !errors.Is(err, ErrLocked) {
-		if l2 != nil {
-			l2.Close()
-		}
-		t.Fatalf("second OpenJSONL = %v, want ErrLocked", err)
+	ctx := context.Background()
+	if _, err := l.Append(ctx, "before", true); err != nil {
+		t.Fatal(err)
+	}
+	// Another process died in the middle of its write.
+	other, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.WriteString(`{"seq":2,"time":"2026-`)
+	other.Close()
+	rec, err := l.Append(ctx, "after", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Seq != 3 {
+		t.Errorf("append after the repair has seq %d, want 3 (2 is the torn-tail record)", rec.Seq)
+	}
+	rep := verifyFile(t, path)
+	if !rep.OK() || rep.Records != 3 {
+		t.Fatalf("after repair: %s", rep)
+	}
+	if data, _ := os.ReadFile(path); !bytes.Contains(data, []byte(`"kind":"`+TornTailKind+`"`)) {
+		t.Error("no torn-tail record in the chain")
 	}
 }
 

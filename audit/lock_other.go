@@ -2,8 +2,11 @@
 
 package audit
 
-import "os"
+import (
+	"context"
+	"os"
+)
 
-// lockFile is a no-op where flock is not available: there, keeping one
-// writer process per log file is the operator's job.
-func lockFile(*os.File) error { return nil }
+// lockFile does nothing where flock is not available: there, one process
+// per log file is the operator's job (two would fork the chain).
+func lockFile(context.Context, *os.File) (func(), error) { return func() {}, nil }

@@ -32,9 +32,6 @@ var (
 	// ErrBroken is returned by Append after a failed write or fsync left
 	// the end of a JSONL log unknown; reopening the log repairs it.
 	ErrBroken = errors.New("audit: log is unusable after a failed write")
-	// ErrLocked is returned by OpenJSONL when another process holds the
-	// log file open for writing.
-	ErrLocked = errors.New("audit: log file is locked by another writer")
 	// ErrCorrupt is returned by OpenJSONL when the last complete record
 	// of an existing log is not valid, so the chain cannot be continued.
 	ErrCorrupt = errors.New("audit: log tail is corrupt")
