@@ -9,7 +9,9 @@ import (
 )
 
 func TestRender(t *testing.T) {
-	ok := func(p map[string]any) action.Observation { return action.Observation{Status: action.StatusOK, Payload: p} }
+	ok := func(p map[string]any) action.Observation {
+		return action.Observation{Status: action.StatusOK, Payload: p}
+	}
 	tests := []struct {
 		name string
 		obs  action.Observation
