@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -149,12 +150,14 @@ func parseSearchInput(in map[string]any) (searchInput, error) {
 }
 
 // matcher finds the next matching line. Exactly one of lit and re is the
-// primary test; req, when set with re, is a literal every match contains,
-// used to skip to candidate lines before running the regexp.
+// primary test. req, when set with re, is a set of literals one of which
+// every match contains (rg's "inner literal" idea): the buffer is scanned
+// for them with bytes.Index and the regexp runs only on lines that hold
+// one, which avoids running Go's NFA over whole files.
 type matcher struct {
 	lit []byte
 	re  *regexp.Regexp
-	req []byte
+	req [][]byte
 }
 
 // newMatcher compiles the query. A regexp is rewritten so that it can
@@ -184,11 +187,7 @@ func newMatcher(query string, isRegex, fold bool) (*matcher, error) {
 	if err != nil {
 		return nil, action.Errorf(action.CodeInvalidInput, "regex: %v", err)
 	}
-	m := &matcher{re: re}
-	if req := requiredLiteral(tree); len(req) >= 2 {
-		m.req = req
-	}
-	return m, nil
+	return &matcher{re: re, req: requiredLiterals(tree)}, nil
 }
 
 // lineLocal rewrites t in place so that it matches within one line:
@@ -235,36 +234,102 @@ func lineLocal(t *syntax.Regexp) *syntax.Regexp {
 	return t
 }
 
-// requiredLiteral returns a case-sensitive literal that every match of t
-// contains, the longest it can find cheaply, or nil.
-func requiredLiteral(t *syntax.Regexp) []byte {
+// maxRequiredLiterals bounds the literal set of a prefilter; beyond it
+// scanning for each literal costs more than it saves.
+const maxRequiredLiterals = 8
+
+// requiredLiterals returns a set of non-empty, case-sensitive literals of
+// which every match of t contains at least one, or nil when it finds no
+// useful set. Of the candidates it prefers the set whose shortest member
+// is longest (fewer false candidates), then the smaller set.
+func requiredLiterals(t *syntax.Regexp) [][]byte {
 	switch t.Op {
 	case syntax.OpLiteral:
-		if t.Flags&syntax.FoldCase != 0 {
+		if t.Flags&syntax.FoldCase != 0 || len(t.Rune) == 0 {
 			return nil
 		}
-		return []byte(string(t.Rune))
+		return [][]byte{[]byte(string(t.Rune))}
 	case syntax.OpCapture, syntax.OpPlus:
-		return requiredLiteral(t.Sub[0])
+		return requiredLiterals(t.Sub[0])
 	case syntax.OpRepeat:
 		if t.Min >= 1 {
-			return requiredLiteral(t.Sub[0])
+			return requiredLiterals(t.Sub[0])
 		}
 	case syntax.OpConcat:
-		var best []byte
+		var best [][]byte
 		for _, sub := range t.Sub {
-			if l := requiredLiteral(sub); len(l) > len(best) {
-				best = l
+			if set := requiredLiterals(sub); betterSet(set, best) {
+				best = set
 			}
 		}
 		return best
+	case syntax.OpAlternate:
+		var set [][]byte
+		for _, sub := range t.Sub {
+			s := requiredLiterals(sub)
+			if s == nil {
+				return nil
+			}
+			set = append(set, s...)
+		}
+		if len(set) > maxRequiredLiterals {
+			return nil
+		}
+		return set
+	case syntax.OpCharClass:
+		// A small ASCII class such as [Ee] or [-+] is a set of one-byte
+		// literals.
+		var set [][]byte
+		for i := 0; i+1 < len(t.Rune); i += 2 {
+			for r := t.Rune[i]; r <= t.Rune[i+1]; r++ {
+				if r >= utf8.RuneSelf || len(set) >= maxRequiredLiterals {
+					return nil
+				}
+				set = append(set, []byte{byte(r)})
+			}
+		}
+		return set
 	}
 	return nil
 }
 
+func betterSet(a, b [][]byte) bool {
+	if a == nil {
+		return false
+	}
+	if b == nil {
+		return true
+	}
+	if sa, sb := shortest(a), shortest(b); sa != sb {
+		return sa > sb
+	}
+	return len(a) < len(b)
+}
+
+func shortest(set [][]byte) int {
+	n := len(set[0])
+	for _, l := range set[1:] {
+		n = min(n, len(l))
+	}
+	return n
+}
+
+// litCursor remembers, per required literal, where it next occurs in the
+// current buffer (-2 unknown, -1 nowhere after the last search), so each
+// literal is scanned once per buffer however many candidates there are.
+type litCursor []int
+
+func (c litCursor) reset() {
+	for i := range c {
+		c[i] = -2
+	}
+}
+
 // next returns the position of the first match in buf[from:], where from
-// is the start of a line and buf ends at a line boundary.
-func (m *matcher) next(buf []byte, from int) (int, bool) {
+// is the start of a line and buf ends at a line boundary. cur belongs to
+// the caller, has one slot per required literal, and is reset whenever buf
+// changes.
+func (m *matcher) next(buf []byte, from int, cur litCursor) (int, bool) {
 	if m.re == nil {
 		i := bytes.Index(buf[from:], m.lit)
 		return from + i, i >= 0
@@ -277,17 +342,37 @@ func (m *matcher) next(buf []byte, from int) (int, bool) {
 		return from + loc[0], true
 	}
 	for from < len(buf) {
-		i := bytes.Index(buf[from:], m.req)
-		if i < 0 {
+		cand := m.nextCandidate(buf, from, cur)
+		if cand < 0 {
 			return 0, false
 		}
-		ls, le := lineBounds(buf, from+i)
+		ls, le := lineBounds(buf, cand)
 		if loc := m.re.FindIndex(buf[ls:le]); loc != nil {
 			return ls + loc[0], true
 		}
 		from = le + 1
 	}
 	return 0, false
+}
+
+// nextCandidate returns the first position at or after from where one of
+// the required literals occurs, or -1.
+func (m *matcher) nextCandidate(buf []byte, from int, cur litCursor) int {
+	best := -1
+	for i, lit := range m.req {
+		p := cur[i]
+		if p == -2 || (p >= 0 && p < from) {
+			p = -1
+			if j := bytes.Index(buf[from:], lit); j >= 0 {
+				p = from + j
+			}
+			cur[i] = p
+		}
+		if p >= 0 && (best < 0 || p < best) {
+			best = p
+		}
+	}
+	return best
 }
 
 // lineBounds returns the start of the line holding buf[pos] and the index
@@ -344,12 +429,18 @@ func (d *dirHandle) release() {
 	}
 }
 
+// searchJob is a batch of files from one directory. Batching keeps the
+// channel hand-offs (and the scheduler work behind them) per batch rather
+// than per file; seq numbers batches in walk order.
 type searchJob struct {
-	seq  int
-	dir  *dirHandle
-	name string
-	rel  string
+	seq   int
+	dir   *dirHandle
+	names []string
+	rels  []string
 }
+
+// maxBatch is the most files in one searchJob.
+const maxBatch = 32
 
 type searchResult struct {
 	seq     int
@@ -383,9 +474,9 @@ func (s *search) run(rel string) error {
 		ignores := s.ancestorIgnores(rel)
 		go func() {
 			defer close(jobs)
-			seq := 0
-			if !s.walk(ctx, dir, rel, ignores, jobs, &seq) {
-				s.total.Store(int64(seq))
+			ws := &walkState{jobs: jobs}
+			if !s.walk(ctx, dir, rel, ignores, ws) {
+				s.total.Store(int64(ws.seq))
 			}
 		}()
 	} else {
@@ -404,7 +495,7 @@ func (s *search) run(rel string) error {
 		}
 		h := &dirHandle{root: dir}
 		h.refs.Store(1)
-		jobs <- searchJob{seq: 0, dir: h, name: name, rel: rel}
+		jobs <- searchJob{seq: 0, dir: h, names: []string{name}, rels: []string{rel}}
 		close(jobs)
 		s.total.Store(1)
 	}
@@ -414,16 +505,27 @@ func (s *search) run(rel string) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sc := &scanner{m: s.m, buf: make([]byte, searchBufSize), limit: s.maxResults}
+			sc := newScanner(s.m, s.maxResults)
 			for job := range jobs {
 				if ctx.Err() != nil {
 					job.dir.release()
 					continue
 				}
-				ms, scanned := sc.scanFile(ctx, job)
-				if scanned {
-					s.filesSearched.Add(1)
+				var ms []match
+				for i, name := range job.names {
+					// One match past max_results is the proof that the
+					// answer is truncated.
+					if len(ms) > s.maxResults || ctx.Err() != nil {
+						break
+					}
+					sc.limit = s.maxResults + 1 - len(ms)
+					fm, scanned := sc.scanFile(ctx, job.dir.root, name, job.rels[i])
+					if scanned {
+						s.filesSearched.Add(1)
+					}
+					ms = append(ms, fm...)
 				}
+				job.dir.release()
 				results <- searchResult{seq: job.seq, matches: ms}
 			}
 		}()
@@ -520,72 +622,112 @@ func splitParent(rel string) (string, string) {
 	return rel[:i], rel[i+1:]
 }
 
+// walkState is the walker's running state: the batch being filled, the
+// next batch number and the number of files queued.
+type walkState struct {
+	jobs  chan<- searchJob
+	batch searchJob
+	seq   int
+	files int
+}
+
+// flush sends the pending batch, if any. It reports false when the
+// search was cancelled first (the batch's handle reference is dropped).
+func (ws *walkState) flush(ctx context.Context) bool {
+	if len(ws.batch.names) == 0 {
+		return true
+	}
+	job := ws.batch
+	job.seq = ws.seq
+	ws.batch = searchJob{}
+	select {
+	case ws.jobs <- job:
+		ws.seq++
+		return true
+	case <-ctx.Done():
+		job.dir.release()
+		return false
+	}
+}
+
 // walk queues the files of dir (root-relative rel) and recurses into its
 // sub-directories. It takes ownership of dir. It reports whether it was
 // cut short (cancelled, or the file cap reached).
-func (s *search) walk(ctx context.Context, dir *os.Root, rel string, ignores ignoreStack, jobs chan<- searchJob, seq *int) (cut bool) {
+func (s *search) walk(ctx context.Context, dir *os.Root, rel string, ignores ignoreStack, ws *walkState) (cut bool) {
 	h := &dirHandle{root: dir}
 	h.refs.Store(1)
 	defer h.release()
 	if ctx.Err() != nil {
 		return true
 	}
-	infos, err := readDirInfo(dir)
+	ents, err := readDirTypes(dir)
 	if err != nil {
 		return false // unreadable directory: skipped, as ripgrep does
 	}
-	for _, fi := range infos {
-		if fi.Name() == ".gitignore" && fi.Mode().IsRegular() {
+	slices.SortFunc(ents, func(a, b dirEntry) int { return strings.Compare(a.name, b.name) })
+	for _, e := range ents {
+		if e.name == ".gitignore" && e.mode.IsRegular() {
 			if f := readIgnoreFile(dir, rel, ".gitignore"); f != nil {
 				ignores = append(ignores[:len(ignores):len(ignores)], f)
 			}
 			break
 		}
 	}
-	for _, fi := range infos {
+	for _, e := range ents {
 		if ctx.Err() != nil {
 			return true
 		}
-		name := fi.Name()
+		name := e.name
 		childRel := joinRel(rel, name)
-		mode := fi.Mode()
 		switch {
-		case mode.IsDir():
+		case e.mode.IsDir():
 			if name == ".git" || ignores.ignored(childRel, true) {
 				continue
 			}
-			if d, ok := deviceOf(fi); s.hasDev && ok && d != s.dev {
+			fi, err := dir.Lstat(name)
+			if err != nil || !fi.IsDir() {
 				continue
+			}
+			if d, ok := deviceOf(fi); s.hasDev && ok && d != s.dev {
+				continue // a mount point: not crossed
+			}
+			// Files of this directory that sort before the sub-directory
+			// are queued before its contents.
+			if !ws.flush(ctx) {
+				return true
 			}
 			sub, err := dir.OpenRoot(name)
 			if err != nil {
 				continue
 			}
-			if s.walk(ctx, sub, childRel, ignores, jobs, seq) {
+			if s.walk(ctx, sub, childRel, ignores, ws) {
 				return true
 			}
-		case mode.IsRegular():
+		case e.mode.IsRegular():
 			if ignores.ignored(childRel, false) {
 				continue
 			}
 			if s.glob != nil && !s.glob.match(childRel, false) {
 				continue
 			}
-			if *seq >= s.maxFiles {
+			if ws.files >= s.maxFiles {
 				s.filesCapped.Store(true)
+				ws.flush(ctx)
 				return true
 			}
-			h.refs.Add(1)
-			select {
-			case jobs <- searchJob{seq: *seq, dir: h, name: name, rel: childRel}:
-				*seq++
-			case <-ctx.Done():
-				h.release()
+			ws.files++
+			if ws.batch.dir == nil {
+				h.refs.Add(1)
+				ws.batch.dir = h
+			}
+			ws.batch.names = append(ws.batch.names, name)
+			ws.batch.rels = append(ws.batch.rels, childRel)
+			if len(ws.batch.names) >= maxBatch && !ws.flush(ctx) {
 				return true
 			}
 		}
 	}
-	return false
+	return !ws.flush(ctx)
 }
 
 // scanner is one worker's state: its read buffer is reused across files.
@@ -593,23 +735,29 @@ type scanner struct {
 	m     *matcher
 	buf   []byte
 	limit int
+	cur   litCursor
 }
 
-// scanFile searches one queued file and releases its directory handle.
+func newScanner(m *matcher, limit int) *scanner {
+	return &scanner{m: m, buf: make([]byte, searchBufSize), limit: limit, cur: make(litCursor, len(m.req))}
+}
+
+// scanFile searches the file name of dir (rel from the workspace root).
 // scanned is false when the file could not be opened, is not a regular
 // file, or is binary.
-func (sc *scanner) scanFile(ctx context.Context, job searchJob) (ms []match, scanned bool) {
-	f, err := job.dir.root.OpenFile(job.name, openFlags, 0)
-	job.dir.release()
+func (sc *scanner) scanFile(ctx context.Context, dir *os.Root, name, rel string) (ms []match, scanned bool) {
+	f, err := dir.OpenFile(name, openFlags, 0)
 	if err != nil {
 		return nil, false
 	}
 	defer f.Close()
+	// The type seen in the directory listing may be stale: check the
+	// handle itself, so a FIFO or device swapped in is never read.
 	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() {
 		return nil, false
 	}
-	ms, binary, _ := sc.scan(ctx, f, fi.Size(), job.rel)
+	ms, binary, _ := sc.scan(ctx, f, fi.Size(), rel)
 	return ms, !binary
 }
 
@@ -664,10 +812,11 @@ func (sc *scanner) scan(ctx context.Context, r io.Reader, size int64, rel string
 			}
 		}
 		region := buf[:end]
+		sc.cur.reset()
 		counted := 0
 		from := 0
 		for from < len(region) {
-			pos, ok := sc.m.next(region, from)
+			pos, ok := sc.m.next(region, from, sc.cur)
 			if !ok || (pos == len(region) && region[pos-1] == '\n') {
 				// An empty match after the last "\n" is at the start of
 				// the next region's first line, not on a line of this one.

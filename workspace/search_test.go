@@ -308,7 +308,8 @@ func FuzzSearchLines(f *testing.F) {
 				want = append(want, i+1)
 			}
 		}
-		sc := &scanner{m: m, buf: make([]byte, 64), limit: 1 << 20}
+		sc := newScanner(m, 1<<20)
+		sc.buf = make([]byte, 64) // exercise refills and growth
 		ms, binary, err := sc.scan(context.Background(), strings.NewReader(text), -1, "f")
 		if err != nil || binary {
 			return
@@ -321,4 +322,37 @@ func FuzzSearchLines(f *testing.F) {
 			t.Fatalf("pattern %q regex=%v fold=%v text %q: lines %v, want %v", pattern, isRegex, fold, text, got, want)
 		}
 	})
+}
+
+func TestRequiredLiterals(t *testing.T) {
+	cases := []struct {
+		pattern string
+		want    []string
+	}{
+		{`\w+Error\(`, []string{"Error("}},
+		{`[0-9]{4}-[0-9]{2}`, []string{"-"}},
+		{`(foo|bar)\d+`, []string{"foo", "bar"}},
+		{`[Ee]rror`, []string{"rror"}},
+		{`x[+-]y`, []string{"x"}},
+		{`(a|\w)b`, []string{"b"}},
+		{`\d+`, nil},
+		{`(?i)hello`, nil},
+		{`a?`, nil},
+		{`(a|b|c|d|e|f|g|h|i)z`, []string{"z"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.pattern, func(t *testing.T) {
+			m, err := newMatcher(tc.pattern, true, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, l := range m.req {
+				got = append(got, string(l))
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("required literals = %q, want %q", got, tc.want)
+			}
+		})
+	}
 }
