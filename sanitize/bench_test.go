@@ -124,7 +124,7 @@ func BenchmarkValueSmallMapSecret(b *testing.B) {
 // BenchmarkSanitizeHostile feeds inputs built to make rules fire at every
 // position; the scanner must stay linear (compare with 1MiB's MB/s).
 func BenchmarkSanitizeHostile(b *testing.B) {
-	for _, p := range []string{"eyJ", "sk-", "AKIA", "ghp_", "-----BEGIN ", "Bearer ", "://a", "a:", "xoxb-", "SG.", "password=\"\\"} {
+	for _, p := range []string{"eyJ", "sk-", "AKIA", "ghp_", "-----BEGIN ", "Bearer ", "://a", "a:", "xoxb-", "SG.", "password=\"\\", "  password: |\n"} {
 		text := strings.Repeat(p, (256<<10)/len(p))
 		b.Run(strings.TrimSpace(p), func(b *testing.B) {
 			s := newTestSanitizer(b, -1)

@@ -3,9 +3,11 @@ package sanitize
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -287,3 +289,30 @@ func TestValueSmallMapAllocations(t *testing.T) {
 }
 
 const wantHunter2 = "133d27aabea07d9511a77ea84cc74af7d522d90a7f4ae044239921f61be39506"
+
+// TestSanitizerIsSafeForConcurrentUse runs under -race in CI: the HMAC
+// pool and the scanner state must not be shared between calls.
+func TestSanitizerIsSafeForConcurrentUse(t *testing.T) {
+	s := newTestSanitizer(t, 0)
+	in := map[string]any{"cmd": "curl -H 'Authorization: Bearer " + fakeBearer + "'", "password": "p"}
+	want := s.Value(in, nil)
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 200 {
+				if got := s.Value(in, nil); !reflect.DeepEqual(got, want) {
+					errs <- fmt.Sprintf("got %v, want %v", got, want)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}

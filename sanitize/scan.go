@@ -565,6 +565,13 @@ func (sc *scanner) assignmentAt(i int) (int, int) {
 		e = min(e, len(s))
 	case s[a] == '{' || s[a] == '[':
 		return i, i // a structure: its own names are checked as the scan goes on
+	case s[a] == '|' || s[a] == '>':
+		// A YAML block scalar ("password: |"): the value is on the lines below.
+		ba, be, ok := yamlBlock(s, n+1, a)
+		if !ok || isMarker(s[ba:be]) {
+			return i, i
+		}
+		return ba, sc.widen(ba, be)
 	case wholeLine:
 		e = lineEnd(s, a)
 	default:
@@ -581,6 +588,52 @@ func (sc *scanner) assignmentAt(i int) (int, int) {
 		return i, i
 	}
 	return a, sc.widen(a, e)
+}
+
+// yamlBlock finds the block scalar introduced by the indicator at s[ind]
+// ("|", "|-", ">+", …) for the key starting at nameAt: the lines after the
+// indicator's line that are blank or indented deeper than the key's line.
+// The span runs from the first non-blank byte of those lines to the end of
+// the last non-blank one, so the indentation stays.
+func yamlBlock(s string, nameAt, ind int) (start, end int, ok bool) {
+	lineStart := strings.LastIndexByte(s[:nameAt], '\n') + 1
+	indent := 0
+	for p := lineStart; p < nameAt && (s[p] == ' ' || s[p] == '-'); p++ {
+		indent++
+	}
+	p := ind + 1
+	for p < len(s) && (s[p] == '-' || s[p] == '+' || (s[p] >= '1' && s[p] <= '9') || s[p] == ' ' || s[p] == '\t' || s[p] == '\r') {
+		p++
+	}
+	if p >= len(s) || s[p] != '\n' {
+		return 0, 0, false
+	}
+	start = p + 1
+	end = start
+	for q := start; q < len(s); {
+		le := strings.IndexByte(s[q:], '\n')
+		if le < 0 {
+			le = len(s)
+		} else {
+			le += q
+		}
+		k := q
+		for k < le && s[k] == ' ' {
+			k++
+		}
+		blank := strings.TrimSpace(s[k:le]) == ""
+		if !blank && k-q <= indent {
+			break
+		}
+		if !blank {
+			end = le
+		}
+		q = le + 1
+	}
+	for start < end && (s[start] == ' ' || s[start] == '\n' || s[start] == '\r') {
+		start++
+	}
+	return start, end, end > start
 }
 
 // startsWithMarker reports whether s begins with a redaction marker, so
