@@ -178,7 +178,7 @@ func (w *Workspace) runShell(ctx context.Context, in map[string]any) (map[string
 	if err != nil {
 		return nil, err
 	}
-	if _, given := in["timeout_seconds"]; given && secs < 1 {
+	if in["timeout_seconds"] != nil && secs < 1 {
 		return nil, action.Errorf(action.CodeInvalidInput, "timeout_seconds: want an integer >= 1")
 	}
 	plan, err := w.PlanCommand(command)
@@ -433,12 +433,21 @@ func (w *Workspace) commandPATH() []string {
 
 // systemReadDirs are readable (and executable) inside the sandbox besides
 // the root: what dynamically linked programs, compilers and git need.
-// Home directories, /tmp, /var and /run are not among them, so secrets kept
-// there stay out of reach of the commands, even of the user's own code.
+// Home directories, /tmp, /var, /run and /dev are not among them, so
+// secrets kept there stay out of reach of the commands, even of the user's
+// own code. /etc is: a service that runs as root exposes /etc/shadow to its
+// commands, one more reason to run it as an unprivileged user.
 var systemReadDirs = []string{
 	"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
-	"/etc", "/opt", "/dev", "/proc", "/sys",
+	"/etc", "/opt", "/proc", "/sys",
 }
+
+// Device files a command may read, and write; the rest of /dev (disks,
+// memory) stays out of reach even of a command running as root.
+var (
+	deviceReadFiles  = []string{"/dev/zero", "/dev/urandom", "/dev/random", "/dev/full"}
+	deviceWriteFiles = []string{"/dev/null"}
+)
 
 var noteLogged sync.Map // note -> struct{}
 
@@ -486,7 +495,8 @@ func (w *Workspace) planSandbox(plan *CommandPlan) error {
 	plan.policy = sandboxPolicy{
 		ReadDirs:   read,
 		WriteDirs:  []string{w.rootPath, plan.private},
-		WriteFiles: []string{"/dev/null"},
+		ReadFiles:  deviceReadFiles,
+		WriteFiles: deviceWriteFiles,
 		NoNet:      true,
 		BestEffort: bestEffort,
 	}

@@ -200,3 +200,31 @@ func TestSandboxHelperFailureNeverRunsUnconfined(t *testing.T) {
 		t.Fatal("the program ran although the sandbox failed")
 	}
 }
+
+// TestSandboxRefusesDeviceNodes: even a command running as root cannot
+// create a device node inside the root (through which it could read a
+// disk) nor open a disk under /dev.
+func TestSandboxRefusesDeviceNodes(t *testing.T) {
+	requireLandlock(t)
+	if os.Geteuid() != 0 {
+		t.Skip("only root can make device nodes at all")
+	}
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not installed")
+	}
+	e := newShEnv(t, SandboxRequired, nil, map[string]string{
+		"Makefile": "all:\n\t-mknod blk b 7 0\n\t-mknod chr c 1 3\n\t-head -c1 /dev/loop0 /dev/mem\n\ttouch done\n",
+	})
+	out := e.mustRun(t, "make")
+	if _, err := os.Stat(filepath.Join(e.root, "done")); err != nil {
+		t.Fatalf("recipe did not finish: %v", out)
+	}
+	for _, n := range []string{"blk", "chr"} {
+		if _, err := os.Lstat(filepath.Join(e.root, n)); err == nil {
+			t.Errorf("device node %s was created inside the sandbox", n)
+		}
+	}
+	if strings.Count(out["stderr"].(string), "Permission denied") < 3 {
+		t.Errorf("stderr: %q", out["stderr"])
+	}
+}

@@ -43,6 +43,7 @@ const sandboxExitCode = 126
 type sandboxPolicy struct {
 	ReadDirs   []string // read and execute beneath
 	WriteDirs  []string // read, write, create, remove beneath
+	ReadFiles  []string // read single files (/dev/urandom)
 	WriteFiles []string // read and write single files (/dev/null)
 	NoNet      bool     // no TCP bind or connect, where the ABI has it
 	BestEffort bool     // apply what the kernel supports instead of failing
@@ -58,6 +59,9 @@ func (p sandboxPolicy) helperArgs(program string, argv []string) []string {
 	}
 	for _, d := range p.WriteDirs {
 		args = append(args, "--rw", d)
+	}
+	for _, f := range p.ReadFiles {
+		args = append(args, "--ro-file", f)
 	}
 	for _, f := range p.WriteFiles {
 		args = append(args, "--rw-file", f)
@@ -97,6 +101,9 @@ func parseHelperArgs(args []string) (sandboxPolicy, string, []string, error) {
 		case "--rw":
 			v, err = next()
 			p.WriteDirs = append(p.WriteDirs, v)
+		case "--ro-file":
+			v, err = next()
+			p.ReadFiles = append(p.ReadFiles, v)
 		case "--rw-file":
 			v, err = next()
 			p.WriteFiles = append(p.WriteFiles, v)
@@ -138,12 +145,13 @@ func parseHelperArgs(args []string) (sandboxPolicy, string, []string, error) {
 // SandboxMain is the body of the hidden helper sub-command. args are the
 // words after SandboxCommand:
 //
-//	[--ro DIR]... [--rw DIR]... [--rw-file FILE]... [--no-net] [--best-effort]
+//	[--ro DIR]... [--rw DIR]... [--ro-file F]... [--rw-file F]... [--no-net] [--best-effort]
 //	[--status-fd N] -- /abs/program argv0 [args...]
 //
 // It restricts its own process with Landlock (read and execute beneath the
-// --ro directories, also write beneath the --rw ones, no TCP bind or
-// connect with --no-net) and then replaces itself with the program, passing
+// --ro directories and the --ro-file files, also write beneath the --rw
+// directories and the --rw-file files, but never create device nodes; no
+// TCP bind or connect with --no-net) and then replaces itself with the program, passing
 // its own environment unchanged; the caller gives it a clean one. Without
 // --best-effort, a kernel that cannot enforce the whole policy is an error.
 //

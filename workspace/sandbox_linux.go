@@ -33,26 +33,38 @@ func landlockABI() int { return landlockABIOnce() }
 
 // restrictSelf applies p to the calling process (all its threads) and to
 // everything it will start.
+//
+// Write directories get every handled right except creating device nodes
+// and device ioctls: a command running as root could otherwise make a
+// block device inside the root and read the disk through it. For the same
+// reason /dev is not a read directory; single device files are listed in
+// ReadFiles and WriteFiles.
 func restrictSelf(p sandboxPolicy) error {
 	abi := landlockABI()
 	cfg := landlock.V11.BestEffort()
 	if !p.BestEffort {
 		// Exactly what this kernel supports, so that nothing is silently
-		// dropped; an ABI below 1 fails in Restrict.
-		if abi >= len(landlockConfigs) {
-			abi = len(landlockConfigs) - 1
-		}
-		cfg = landlockConfigs[abi]
-		if abi == 0 {
-			cfg = landlock.V1
+		// dropped; without Landlock, V1 fails in Restrict.
+		cfg = landlock.V1
+		if abi > 0 {
+			cfg = landlockConfigs[min(abi, len(landlockConfigs)-1)]
 		}
 	}
 	if !p.NoNet {
 		cfg.HandledAccessNet = 0
 	}
+	rw := cfg.HandledAccessFS &^ landlock.AccessFSSet(llsys.AccessFSMakeChar|llsys.AccessFSMakeBlock|llsys.AccessFSIoctlDev)
+	if abi < 2 {
+		// A rule asking for "refer" makes go-landlock give up entirely
+		// (in best-effort mode) on a V1 kernel.
+		rw &^= landlock.AccessFSSet(llsys.AccessFSRefer)
+	}
 	rules := []landlock.Rule{
 		landlock.RODirs(p.ReadDirs...).IgnoreIfMissing(),
-		landlock.RWDirs(p.WriteDirs...).WithRefer(),
+		landlock.PathAccess(rw, p.WriteDirs...),
+	}
+	if len(p.ReadFiles) > 0 {
+		rules = append(rules, landlock.ROFiles(p.ReadFiles...).IgnoreIfMissing())
 	}
 	if len(p.WriteFiles) > 0 {
 		rules = append(rules, landlock.RWFiles(p.WriteFiles...).IgnoreIfMissing())

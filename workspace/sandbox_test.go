@@ -12,7 +12,7 @@ func TestHelperArgsRoundTrip(t *testing.T) {
 		p    sandboxPolicy
 		argv []string
 	}{
-		{"full", sandboxPolicy{ReadDirs: []string{"/usr", "/etc"}, WriteDirs: []string{"/w"}, WriteFiles: []string{"/dev/null"},
+		{"full", sandboxPolicy{ReadDirs: []string{"/usr", "/etc"}, WriteDirs: []string{"/w"}, ReadFiles: []string{"/dev/zero"}, WriteFiles: []string{"/dev/null"},
 			NoNet: true, BestEffort: true, StatusFD: 3}, []string{"git", "--no-pager", "log", "--", "-- odd"}},
 		{"minimal", sandboxPolicy{}, []string{"pwd"}},
 	}
