@@ -408,6 +408,9 @@ func (w *Workspace) commandEnv(private string, gitExtra [][2]string) []string {
 		"GOTOOLCHAIN=local",
 		"GOPROXY=off",
 		"GOTELEMETRY=off",
+		// VCS stamping would run git on whatever repository encloses the
+		// root, which the git environment below deliberately hides.
+		"GOFLAGS=-buildvcs=false",
 	}
 	return append(env, gitEnv(w.rootPath, gitExtra)...)
 }

@@ -399,7 +399,7 @@ func TestRunShellTimeoutKillsProcessGroup(t *testing.T) {
 	})
 	start := time.Now()
 	out, err := e.w.Run(context.Background(), action.Action{Name: "workspace_run_shell",
-		Input: map[string]any{"command": "make", "timeout_seconds": 1}})
+		Input: map[string]any{"command": "make", "timeout_seconds": 2}})
 	if action.CodeOf(err) != action.CodeTimeout {
 		t.Fatalf("want timeout, got %v %v", out, err)
 	}
