@@ -96,7 +96,8 @@ func (w *Workspace) applyPatch(ctx context.Context, in map[string]any) (map[stri
 }
 
 // PlanPatch computes what workspace_apply_patch would do with input in
-// (path, content, patch, expected_sha256, strip, fuzz), without writing:
+// (path, content, patch, expected_sha256, strip, fuzz, and
+// trust_line_numbers for diffs made by a tool: see patch.Options), without writing:
 // the diff, and per file the operation, placement stage, line counts and
 // the SHA-256 of its current and new content. It applies the write rules
 // (write_disabled, protected paths), so a plan that PlanPatch returns is
@@ -138,6 +139,9 @@ func readPatchInput(in map[string]any) (patchInput, error) {
 		return pi, action.Errorf(action.CodeInvalidInput, "strip: want an integer from 0 to 64")
 	}
 	pi.strip = int(strip)
+	if pi.opts.TrustLineNumbers, err = boolArg(in, "trust_line_numbers", false); err != nil {
+		return pi, err
+	}
 	if v, ok := in["fuzz"]; ok && v != nil {
 		f, ok := number(v)
 		if !ok || math.IsNaN(f) || f < 0 || f > 1 {

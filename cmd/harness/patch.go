@@ -20,13 +20,18 @@ func init() {
 	}
 }
 
-const patchUsage = `Usage: harness patch [--root DIR] [--dry-run] [--diff] [--strip N] [--fuzz F] [FILE | -]
+const patchUsage = `Usage: harness patch [--root DIR] [--dry-run] [--diff] [--strip N] [--fuzz F] [--trust-line-numbers] [FILE | -]
 
 Reads a patch from FILE, or from stdin when FILE is "-" or absent, and
 applies it to the files under DIR (default: the current directory), all
 files or none. Prints one line per file: the operation, the path, the lines
 added and removed, and how the hunks were placed (exact, offset, whitespace
 or fuzzy). With --dry-run nothing is written.
+
+A hunk whose lines match at several places is refused as ambiguous: its
+line number alone does not choose, since a model's numbers can be off by
+exactly the period of repetitive code. --trust-line-numbers lifts that for
+diffs made by a tool.
 
 Exit status: 0 every hunk applies, 1 the patch does not apply (the failing
 hunk is explained on stderr), 2 usage error.
@@ -46,6 +51,7 @@ func runPatch(ctx context.Context, args []string, s stdio) int {
 	dryRun := fs.Bool("dry-run", false, "print what would change and write nothing")
 	showDiff := fs.Bool("diff", false, "also print the unified diff of the change")
 	strip := fs.Int("strip", -1, "strip `N` leading path components from header names; -1 guesses 0 or 1 (a/ b/ prefixes or none) per file")
+	trust := fs.Bool("trust-line-numbers", false, "let a hunk's line number choose among places where its lines match verbatim (for diffs made by diff or git against these very files; never for a model's patch)")
 	fuzz := fs.Float64("fuzz", 0, "similarity threshold `F` (0..1) of the fuzzy stage (default 0.8)")
 	pos, err := patchArgs(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -81,6 +87,9 @@ func runPatch(ctx context.Context, args []string, s stdio) int {
 	}
 	if *fuzz > 0 {
 		in["fuzz"] = *fuzz
+	}
+	if *trust {
+		in["trust_line_numbers"] = true
 	}
 	plan, err := ws.PlanPatch(ctx, in)
 	if err == nil && !*dryRun {

@@ -24,6 +24,17 @@ const patchCLIGood = `--- a/main.go
 +notes
 `
 
+// patchCLIRepeated changes the second "y" of rep.txt, whose lines repeat.
+const patchCLIRepeated = `--- a/rep.txt
++++ b/rep.txt
+@@ -3,2 +3,2 @@
+ x
+-y
++Y
+`
+
+const patchCLIRep = "x\ny\nx\ny\n"
+
 const patchCLIBad = `--- a/main.go
 +++ b/main.go
 @@ -3,3 +3,3 @@
@@ -52,6 +63,8 @@ func TestPatchCommand(t *testing.T) {
 		{"two-files", func(r, p string) []string { return []string{"patch", "--root", r, p, p} }, patchCLIGood, false, exitUsage, false},
 		{"bad-flag", func(r, p string) []string { return []string{"patch", "--nope", p} }, patchCLIGood, false, exitUsage, false},
 		{"bad-fuzz", func(r, p string) []string { return []string{"patch", "--fuzz", "2", "--root", r, p} }, patchCLIGood, false, exitUsage, false},
+		{"ambiguous-refused", func(r, p string) []string { return []string{"patch", "--root", r, p} }, patchCLIRepeated, false, exitActionError, false},
+		{"ambiguous-trusted", func(r, p string) []string { return []string{"patch", "--trust-line-numbers", "--root", r, p} }, patchCLIRepeated, false, exitOK, true},
 		{"help", func(r, p string) []string { return []string{"patch", "--help"} }, "", false, exitOK, false},
 		{"empty-stdin", func(r, p string) []string { return []string{"patch", "--root", r} }, "", true, exitUsage, false},
 	}
@@ -63,6 +76,9 @@ func TestPatchCommand(t *testing.T) {
 				t.Fatal(err)
 			}
 			if err := os.WriteFile(filepath.Join(root, "main.go"), []byte(patchCLIMain), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(root, "rep.txt"), []byte(patchCLIRep), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			pf := filepath.Join(dir, "change.patch")
@@ -79,10 +95,14 @@ func TestPatchCommand(t *testing.T) {
 				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tc.wantCode, out.String(), errb.String())
 			}
 			got, _ := os.ReadFile(filepath.Join(root, "main.go"))
+			rep, _ := os.ReadFile(filepath.Join(root, "rep.txt"))
 			_, notesErr := os.Stat(filepath.Join(root, "docs", "NOTES.md"))
-			written := string(got) != patchCLIMain
-			if written != tc.wantWrite || (notesErr == nil) != tc.wantWrite {
-				t.Fatalf("written = %v (notes: %v), want %v", written, notesErr, tc.wantWrite)
+			written := string(got) != patchCLIMain || string(rep) != patchCLIRep || notesErr == nil
+			if written != tc.wantWrite {
+				t.Fatalf("written = %v, want %v", written, tc.wantWrite)
+			}
+			if tc.name == "ambiguous-trusted" && string(rep) != "x\ny\nx\nY\n" {
+				t.Fatalf("rep.txt = %q", rep)
 			}
 			text := strings.ReplaceAll("exit: "+itoaPatch(code)+"\n-- stdout --\n"+out.String()+"-- stderr --\n"+errb.String(), dir, "$TMP")
 			golden := filepath.Join("testdata", "patch_"+tc.name+".golden")
