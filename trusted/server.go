@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -167,6 +168,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			slog.String("principal", rec.principal), slog.Int64("bytes_in", r.ContentLength),
 			slog.Int("bytes_out", rec.bytes), slog.String("remote", r.RemoteAddr))
 	}()
+	if p := r.URL.Path; p == "" || p[0] != '/' || path.Clean(p) != p && path.Clean(p)+"/" != p {
+		// The mux would answer an unclean path ("/v1/actions/execute/.")
+		// with a redirect; an API answers it as the route it is not.
+		writeError(rec, http.StatusNotFound, string(action.CodeNotFound), "no such route")
+		return
+	}
 	s.mux.ServeHTTP(rec, r)
 }
 
