@@ -2,6 +2,18 @@
 
 package workspace
 
-import "syscall"
+import (
+	"syscall"
+	"time"
+)
 
 func mkfifo(path string) error { return syscall.Mkfifo(path, 0o644) }
+
+// cpuTime returns the user plus system CPU time this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
