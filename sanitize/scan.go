@@ -275,6 +275,7 @@ func (sc *scanner) prefixed(i int, prefix string, cls uint8, min int) (int, bool
 // of the run, which would make hostile input quadratic.
 type scanner struct {
 	s     string
+	depth int   // nesting of widen
 	valid uint8 // bit k set when runs[k] holds a run of class 1<<k
 	runs  [8]runInfo
 }
@@ -542,6 +543,9 @@ func (sc *scanner) assignmentAt(i int) (int, int) {
 	}
 	// "Authorization: Bearer x": redact the credential, not the scheme.
 	a = schemeEnd(s, a)
+	if v := s[a:]; startsWithMarker(v) || len(v) > 2 && v[0] == '\\' && startsWithMarker(v[2:]) || len(v) > 1 && strings.IndexByte("\"'`", v[0]) >= 0 && startsWithMarker(v[1:]) {
+		return i, i // already redacted; checked before the value is measured, so that this costs O(1)
+	}
 	var e int
 	switch {
 	case s[a] == '\\' && a+1 < len(s) && s[a+1] == '"':
@@ -584,7 +588,7 @@ func (sc *scanner) assignmentAt(i int) (int, int) {
 		return i, i
 	}
 	switch v := s[a:e]; {
-	case startsWithMarker(v), v == "null", v == "true", v == "false", v == "None", v == "nil":
+	case v == "null", v == "true", v == "false", v == "None", v == "nil":
 		return i, i
 	}
 	return a, sc.widen(a, e)
@@ -692,16 +696,22 @@ var authSchemes = []string{"bearer", "basic", "token", "digest", "bot", "negotia
 
 // widen returns the end of a context-found span [a, e) (a value after a
 // name, a bearer credential, a URL password), pushed out to cover any
-// fixed-shape secret that starts inside the span and runs past e: a PEM
-// block whose first line ends a quoted value would otherwise leave its
-// body behind. Context rules are not re-run inside the span, and positions
-// inside an earlier find are skipped, so the cost stays linear.
+// secret that starts inside the span and runs past e: a PEM block whose
+// first line ends a quoted value, or the credential after a "Bearer" or a
+// "token:" that the span swallowed (whose context the main loop will
+// never see). Positions inside an earlier find are skipped, so the cost
+// stays linear; spans nested deeper than maxWiden fail closed and run to
+// the end of the text.
 func (sc *scanner) widen(a, e int) int {
 	s := sc.s
+	if sc.depth >= maxWiden {
+		return len(s)
+	}
+	sc.depth++
 	end := e
 	for j := a; j < e; j++ {
 		c := s[j]
-		if !firstByte[c] || c == ':' || c == '=' || c == 'B' || c == 'b' {
+		if !firstByte[c] {
 			continue
 		}
 		var n byte
@@ -716,5 +726,10 @@ func (sc *scanner) widen(a, e int) int {
 			j = y - 1
 		}
 	}
+	sc.depth--
 	return end
 }
+
+// maxWiden bounds the nesting of widen: "token: token: token: …" nests
+// one level per name.
+const maxWiden = 8

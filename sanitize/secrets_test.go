@@ -186,24 +186,29 @@ func TestStringKeepsNearMisses(t *testing.T) {
 }
 
 // TestStringContextSpansCoverShapes: a span found by context (a value, a
-// bearer credential, a URL password) that stops inside a longer secret is
-// widened to cover it, so no tail of the secret is left behind.
+// bearer credential, a URL password) that stops inside a longer secret, or
+// swallows the context of the next one, is widened to cover it, so no tail
+// of a secret is left behind.
 func TestStringContextSpansCoverShapes(t *testing.T) {
 	s := newTestSanitizer(t, -1)
 	pemBody := "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun"
 	cases := []struct {
-		name, text string
+		name, text, gone string
 	}{
-		{"quoted value ending in a PEM header line", `password: "x ` + fakeRSAKey + `"`},
-		{"unquoted value glued to a PEM", "secret=x" + fakeRSAKey},
-		{"bearer credential glued to a PEM", "Bearer abcdefgh12" + fakeRSAKey},
-		{"url password glued to a PEM", "https://u:pw" + fakeRSAKey + "@h/"},
+		{"quoted value ending in a PEM header line", `password: "x ` + fakeRSAKey + `"`, pemBody},
+		{"unquoted value glued to a PEM", "secret=x" + fakeRSAKey, pemBody},
+		{"bearer credential glued to a PEM", "Bearer abcdefgh12" + fakeRSAKey, pemBody},
+		{"url password glued to a PEM", "https://u:pw" + fakeRSAKey + "@h/", pemBody},
+		{"value swallowing a Bearer", "passwd: Bearer Bearer " + fakePassword, fakePassword},
+		{"value ending in a Bearer", "passwd: abc-Bearer " + fakePassword, fakePassword},
+		{"value swallowing a secret name", "passwd: token: " + fakePassword, fakePassword},
+		{"deep nesting fails closed", strings.Repeat("token: ", 20) + fakePassword + " tail", fakePassword},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			out := s.String(tc.text)
-			if strings.Contains(out, pemBody) || strings.Contains(out, "PRIVATE KEY") {
-				t.Errorf("part of the key survived:\n in: %q\nout: %q", tc.text, out)
+			if strings.Contains(out, tc.gone) {
+				t.Errorf("part of a secret survived:\n in: %q\nout: %q", tc.text, out)
 			}
 		})
 	}
