@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -263,12 +264,18 @@ func (s *Server) Tools() []string {
 }
 
 // ServeStdio serves MCP over in and out (newline-delimited JSON-RPC) until
-// ctx is done or in ends. Logs never go to out.
+// ctx is done or in ends. When in ends, the calls already read are
+// answered before it returns (bounded by drainTimeout). Logs never go to
+// out.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	f := &inflight{}
+	pr, pw := io.Pipe()
+	go drainingInput(ctx, in, pw, f)
 	ss := mcpserver.NewStdioServer(s.srv)
 	ss.SetErrorLogger(slogToLog(s.log))
-	err := ss.Listen(ctx, in, out)
-	if err != nil && (ctx.Err() != nil || err == io.EOF) {
+	err := ss.Listen(ctx, pr, countingWriter{w: out, f: f})
+	_ = pr.Close()
+	if err != nil && (ctx.Err() != nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe)) {
 		return nil
 	}
 	return err

@@ -1,0 +1,126 @@
+package mcp
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"regexp"
+	"sync"
+	"time"
+)
+
+// drainTimeout bounds how long the bridge keeps answering after its input
+// ends: calls already read finish (a client may write its requests and
+// close its end at once), but a call waiting for an answer that can no
+// longer come is not waited for forever.
+const drainTimeout = 30 * time.Second
+
+// inflight counts the requests read from a stdio client that have not been
+// answered yet. mcp-go's stdio server cancels every call still running
+// when its input ends; the bridge instead holds the end of input back
+// until the calls already read are answered.
+type inflight struct {
+	mu      sync.Mutex
+	pending int
+	idle    chan struct{} // closed when pending drops to 0; nil while 0
+}
+
+func (f *inflight) add() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.pending == 0 {
+		f.idle = make(chan struct{})
+	}
+	f.pending++
+}
+
+func (f *inflight) done() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.pending == 0 {
+		return
+	}
+	f.pending--
+	if f.pending == 0 {
+		close(f.idle)
+		f.idle = nil
+	}
+}
+
+// wait returns when nothing is pending, ctx is done or max has passed.
+func (f *inflight) wait(ctx context.Context, max time.Duration) {
+	f.mu.Lock()
+	idle := f.idle
+	f.mu.Unlock()
+	if idle == nil {
+		return
+	}
+	t := time.NewTimer(max)
+	defer t.Stop()
+	select {
+	case <-idle:
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// isRequest reports whether an incoming line is a request (it has a method
+// and an id), as opposed to a notification or the client's answer to a
+// request of ours.
+func isRequest(line []byte) bool {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(line, &m) != nil {
+		return false
+	}
+	return m.Method != "" && len(m.ID) > 0 && string(m.ID) != "null"
+}
+
+// responseHead matches the start of a response as encoding/json writes
+// mcp-go's JSONRPCResponse and JSONRPCError: the key after the id is result
+// or error (a request of ours has params or method there).
+var responseHead = regexp.MustCompile(`^\{"jsonrpc":"2\.0","id":(?:"(?:[^"\\]|\\.)*"|-?[0-9]+),"(?:result|error)":`)
+
+// countingWriter counts the responses written to the client.
+type countingWriter struct {
+	w io.Writer
+	f *inflight
+}
+
+func (c countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	head := p
+	if len(head) > 512 {
+		head = head[:512]
+	}
+	if responseHead.Match(head) {
+		c.f.done()
+	}
+	return n, err
+}
+
+// drainingInput copies the client's lines into the pipe the stdio server
+// reads, counting requests, and closes the pipe only once the requests read
+// have been answered.
+func drainingInput(ctx context.Context, in io.Reader, pw *io.PipeWriter, f *inflight) {
+	r := bufio.NewReaderSize(in, 64<<10)
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 0 {
+			if isRequest(line) {
+				f.add()
+			}
+			if _, werr := pw.Write(line); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			f.wait(ctx, drainTimeout)
+			_ = pw.CloseWithError(err)
+			return
+		}
+	}
+}
