@@ -18,6 +18,11 @@ import (
 	"github.com/harness-runtime/harness/action"
 )
 
+// maxWalkDepth bounds how deep a recursive listing or a search descends.
+// Every level holds a directory handle open, and no real tree is this
+// deep; deeper directories are skipped and the result marked truncated.
+const maxWalkDepth = 256
+
 // binarySniffBytes is how much of a file's start is inspected for a NUL
 // byte to call it binary (the rule git and ripgrep use).
 const binarySniffBytes = 8 << 10
@@ -108,7 +113,9 @@ func entryType(m fs.FileMode) string {
 // directory is followed by its contents). Symlinks are listed as symlinks
 // and never followed; directories on another device (mount points) are
 // listed but not descended into. A ".git" directory is listed but its
-// contents are skipped unless include_git is true.
+// contents are skipped unless include_git is true. Directories nested
+// deeper than 256 levels are listed but not descended into (truncated is
+// then true).
 func (w *Workspace) listFiles(ctx context.Context, in map[string]any) (map[string]any, error) {
 	p, _, err := strArg(in, "path")
 	if err != nil {
@@ -152,7 +159,7 @@ func (w *Workspace) listFiles(ctx context.Context, in map[string]any) (map[strin
 	dev, hasDev := deviceOf(rootInfo)
 
 	l := &lister{ctx: ctx, max: int(min(maxEntries, 1<<31-1)), recursive: recursive, includeGit: includeGit, dev: dev, hasDev: hasDev}
-	err = l.walk(dir, rel)
+	err = l.walk(dir, rel, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -172,11 +179,12 @@ type lister struct {
 	hasDev     bool
 	entries    []any
 	truncated  bool
+	full       bool // max entries reached: stop
 }
 
 // walk lists dir (whose root-relative path is rel) and takes ownership of
 // it: dir is closed before walk returns.
-func (l *lister) walk(dir *os.Root, rel string) error {
+func (l *lister) walk(dir *os.Root, rel string, depth int) error {
 	defer dir.Close()
 	if err := l.ctx.Err(); err != nil {
 		return action.Errorf(action.CodeTimeout, "listing %s: %v", quote(rel), err)
@@ -187,7 +195,7 @@ func (l *lister) walk(dir *os.Root, rel string) error {
 	}
 	for _, fi := range infos {
 		if len(l.entries) >= l.max {
-			l.truncated = true
+			l.truncated, l.full = true, true
 			return nil
 		}
 		name := fi.Name()
@@ -205,16 +213,20 @@ func (l *lister) walk(dir *os.Root, rel string) error {
 		if d, ok := deviceOf(fi); l.hasDev && ok && d != l.dev {
 			continue
 		}
+		if depth+1 >= maxWalkDepth {
+			l.truncated = true
+			continue
+		}
 		// OpenRoot refuses a symlink that was swapped in since ReadDir
 		// when it leads outside dir, so a race cannot widen the walk.
 		sub, err := dir.OpenRoot(name)
 		if err != nil {
 			continue
 		}
-		if err := l.walk(sub, childRel); err != nil {
+		if err := l.walk(sub, childRel, depth+1); err != nil {
 			return err
 		}
-		if l.truncated {
+		if l.full {
 			return nil
 		}
 	}

@@ -225,3 +225,27 @@ func TestReadFileTooLargePayload(t *testing.T) {
 		t.Fatalf("payload = %v", ae.Payload)
 	}
 }
+
+func TestWalkDepthLimit(t *testing.T) {
+	deep := strings.Repeat("d/", maxWalkDepth+3)
+	f := newFixture(t, DefaultOptions(), map[string]string{
+		"d/top.txt":         "needle\n",
+		deep + "bottom.txt": "needle\n",
+	})
+	list := f.mustRun(t, "workspace_list_files", map[string]any{"recursive": true, "max_entries": 100000})
+	paths := entryPaths(list)
+	if list["truncated"] != true || slices.Contains(paths, deep+"bottom.txt") || !slices.Contains(paths, "d/top.txt") {
+		t.Fatalf("list: truncated %v, %d entries", list["truncated"], len(paths))
+	}
+	deepest := 0
+	for _, p := range paths {
+		deepest = max(deepest, strings.Count(p, "/")+1)
+	}
+	if deepest != maxWalkDepth {
+		t.Fatalf("deepest entry has %d levels, want %d", deepest, maxWalkDepth)
+	}
+	search := f.mustRun(t, "workspace_search_text", map[string]any{"query": "needle"})
+	if got := matchKeys(search); search["truncated"] != true || !slices.Equal(got, []string{"d/top.txt:1:1"}) {
+		t.Fatalf("search: truncated %v, matches %q", search["truncated"], got)
+	}
+}

@@ -47,8 +47,9 @@ const (
 // .git directories, paths ignored by .gitignore files (from the root down
 // to each directory; no global excludes), symlinks (never followed),
 // directories on other devices, special files, and binary files (NUL in
-// the first 8 KiB). An explicitly named file is searched even if ignored.
-// It stops after Options.MaxSearchFiles files or max_results matches.
+// the first 8 KiB), and directories deeper than 256 levels. An explicitly
+// named file is searched even if ignored. It stops after
+// Options.MaxSearchFiles files or max_results matches.
 //
 // Payload: {"query", "matches": [{"path": root-relative, "line": 1-based,
 // "column": 1-based byte offset of the match in the line, "text": the
@@ -410,7 +411,7 @@ type search struct {
 	hasDev bool
 
 	filesSearched atomic.Int64
-	filesCapped   atomic.Bool  // the walk stopped at maxFiles
+	filesCapped   atomic.Bool  // the walk stopped at maxFiles or skipped too-deep directories
 	total         atomic.Int64 // files queued by a walk that ran to its end, else -1
 	matches       []match
 	truncated     bool
@@ -475,7 +476,7 @@ func (s *search) run(rel string) error {
 		go func() {
 			defer close(jobs)
 			ws := &walkState{jobs: jobs}
-			if !s.walk(ctx, dir, rel, ignores, ws) {
+			if !s.walk(ctx, dir, rel, 0, ignores, ws) {
 				s.total.Store(int64(ws.seq))
 			}
 		}()
@@ -653,7 +654,7 @@ func (ws *walkState) flush(ctx context.Context) bool {
 // walk queues the files of dir (root-relative rel) and recurses into its
 // sub-directories. It takes ownership of dir. It reports whether it was
 // cut short (cancelled, or the file cap reached).
-func (s *search) walk(ctx context.Context, dir *os.Root, rel string, ignores ignoreStack, ws *walkState) (cut bool) {
+func (s *search) walk(ctx context.Context, dir *os.Root, rel string, depth int, ignores ignoreStack, ws *walkState) (cut bool) {
 	h := &dirHandle{root: dir}
 	h.refs.Store(1)
 	defer h.release()
@@ -691,6 +692,10 @@ func (s *search) walk(ctx context.Context, dir *os.Root, rel string, ignores ign
 			if d, ok := deviceOf(fi); s.hasDev && ok && d != s.dev {
 				continue // a mount point: not crossed
 			}
+			if depth+1 >= maxWalkDepth {
+				s.filesCapped.Store(true) // reported as truncated
+				continue
+			}
 			// Files of this directory that sort before the sub-directory
 			// are queued before its contents.
 			if !ws.flush(ctx) {
@@ -700,7 +705,7 @@ func (s *search) walk(ctx context.Context, dir *os.Root, rel string, ignores ign
 			if err != nil {
 				continue
 			}
-			if s.walk(ctx, sub, childRel, ignores, ws) {
+			if s.walk(ctx, sub, childRel, depth+1, ignores, ws) {
 				return true
 			}
 		case e.mode.IsRegular():
