@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"os"
 	"reflect"
 	"slices"
 	"testing"
@@ -30,6 +31,14 @@ func TestHelperArgsRoundTrip(t *testing.T) {
 }
 
 func TestSandboxMainRefusesBadArguments(t *testing.T) {
+	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	stderr := os.Stderr
+	os.Stderr = devnull // the helper reports to stderr; keep the test log clean
+	defer func() { os.Stderr = stderr }()
 	for _, args := range [][]string{nil, {"--"}, {"--", "rel", "rel"}, {"--status-fd", "x", "--", "/bin/true", "true"}} {
 		if code := SandboxMain(args); code != sandboxExitCode {
 			t.Fatalf("SandboxMain(%q) = %d, want %d", args, code, sandboxExitCode)
