@@ -84,12 +84,19 @@ func (w *Workspace) proposePatch(ctx context.Context, in map[string]any) (map[st
 	return plan.Payload(false), nil
 }
 
+// applyPatch plans and writes under patchMu, so the files it read cannot be
+// changed by another patch of this process before they are written.
 func (w *Workspace) applyPatch(ctx context.Context, in map[string]any) (map[string]any, error) {
+	if !w.opts.WriteEnabled {
+		return nil, action.Errorf(action.CodeWriteDisabled, "writes are disabled for this workspace")
+	}
+	patchMu.Lock()
+	defer patchMu.Unlock()
 	plan, err := w.plan(ctx, in, true)
 	if err != nil {
 		return nil, err
 	}
-	if err := w.ApplyPlan(ctx, plan); err != nil {
+	if err := w.commitPlan(ctx, plan); err != nil {
 		return nil, err
 	}
 	return plan.Payload(true), nil
@@ -525,6 +532,9 @@ func (w *Workspace) planPatch(ctx context.Context, p *patch.Patch, opts patch.Op
 	return plan, nil
 }
 
+// maxParallelWrites bounds the temporary files written at once.
+const maxParallelWrites = 16
+
 // patchMu serialises ApplyPlan within the process, so that the check that
 // files are unchanged and the writes are not interleaved with another
 // patch. Other processes writing the same files are not excluded.
@@ -578,6 +588,12 @@ func (w *Workspace) ApplyPlan(ctx context.Context, plan PatchPlan) error {
 			return action.Errorf(action.CodeStalePreview, "%s changed since the patch was planned", quote(src))
 		}
 	}
+	return w.commitPlan(ctx, plan)
+}
+
+// commitPlan writes plan; the caller holds patchMu and has checked that
+// the files are as the plan read them.
+func (w *Workspace) commitPlan(ctx context.Context, plan PatchPlan) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -610,24 +626,39 @@ type patchTx struct {
 	temps []string // temporary files not yet renamed
 	dirs  []string // directories created, outermost first
 	undo  []func() error
+	mu    sync.Mutex // guards temps while phase 1 writes concurrently
 }
 
 func (tx *patchTx) run(plan PatchPlan) error {
 	w := tx.w
 	// Phase 1: every new content in a temporary file; nothing visible yet.
+	// The files are written and fsynced concurrently: the file system can
+	// then commit several fsyncs at once.
 	temps := make([]string, len(plan.Files))
+	for _, f := range plan.Files {
+		if patch.Op(f.Op) != patch.OpDelete {
+			if err := tx.mkdirs(path.Dir(f.Path)); err != nil {
+				return err
+			}
+		}
+	}
+	errs := make([]error, len(plan.Files))
+	sem := make(chan struct{}, maxParallelWrites)
+	var wg sync.WaitGroup
 	for i, f := range plan.Files {
 		if patch.Op(f.Op) == patch.OpDelete {
 			continue
 		}
-		if err := tx.mkdirs(path.Dir(f.Path)); err != nil {
-			return err
-		}
-		tmp, err := tx.writeTemp(path.Dir(f.Path), f.after, f.mode)
-		if err != nil {
-			return err
-		}
-		temps[i] = tmp
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			temps[i], errs[i] = tx.writeTemp(path.Dir(f.Path), f.after, f.mode)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	// Phase 2: renames into place, then removals.
 	for i, f := range plan.Files {
@@ -700,7 +731,9 @@ func (tx *patchTx) writeTemp(dir string, content []byte, mode fs.FileMode) (stri
 	if err != nil {
 		return "", fmt.Errorf("create temporary file in %s: %w", dir, err)
 	}
+	tx.mu.Lock()
 	tx.temps = append(tx.temps, name)
+	tx.mu.Unlock()
 	_, err = f.Write(content)
 	if err == nil {
 		err = f.Chmod(mode)
@@ -718,6 +751,8 @@ func (tx *patchTx) writeTemp(dir string, content []byte, mode fs.FileMode) (stri
 }
 
 func (tx *patchTx) dropTemp(name string) {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
 	for i, t := range tx.temps {
 		if t == name {
 			tx.temps = append(tx.temps[:i], tx.temps[i+1:]...)
