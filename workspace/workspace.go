@@ -21,12 +21,19 @@ import (
 // Options configure a Workspace. The zero value of each field means the
 // default of SPEC section 3 (see DefaultOptions); a false boolean is false.
 type Options struct {
+	// WriteEnabled allows writing actions; when false they fail with
+	// write_disabled before any path is looked at.
 	WriteEnabled          bool
 	ShellEnabled          bool
 	CommandTimeout        time.Duration
 	MaxCommandOutputBytes int
-	MaxFileBytes          int64
-	MaxSearchFiles        int
+	// MaxFileBytes is the largest file workspace_read_file returns whole,
+	// and the cap on the content of any read.
+	MaxFileBytes int64
+	// MaxSearchFiles is how many files one workspace_search_text scans at
+	// most.
+	MaxSearchFiles int
+	// MaxListEntries is the default max_entries of workspace_list_files.
 	MaxListEntries        int
 	AllowedCommands       []string
 	AllowedGitSubcommands []string
@@ -61,7 +68,10 @@ type Workspace struct {
 	opts     Options
 }
 
-// New opens dir as the workspace root.
+// New opens dir as the workspace root. The path is made absolute and its
+// symlinks are resolved once, here; afterwards the root is a directory
+// handle, so renaming or replacing the path does not move the workspace.
+// A root on a kernel pseudo file system (/proc, /sys, ...) is refused.
 func New(dir string, opts Options) (*Workspace, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -73,6 +83,10 @@ func New(dir string, opts Options) (*Workspace, error) {
 	root, err := os.OpenRoot(abs)
 	if err != nil {
 		return nil, fmt.Errorf("workspace root: %w", err)
+	}
+	if name := pseudoFSOfRoot(root); name != "" {
+		root.Close()
+		return nil, fmt.Errorf("workspace root %s is on the %s pseudo file system", abs, name)
 	}
 	def := DefaultOptions()
 	if opts.CommandTimeout <= 0 {
@@ -103,8 +117,38 @@ func (w *Workspace) Root() string { return w.rootPath }
 func (w *Workspace) Close() error { return w.root.Close() }
 
 // Run executes one workspace action. Its input has already been validated
-// against the action's schema by the guard. Failures are *action.Error
-// values carrying a stable code.
+// against the action's schema by the guard; Run still checks types, so a
+// direct caller gets invalid_input, never a panic. Failures are
+// *action.Error values carrying a stable code.
+//
+// Every path in input is relative to the root, slash separated, and
+// checked as given before any cleaning: NUL bytes and over-long names are
+// invalid_input; absolute paths, ".." that leaves the root and symlinks
+// (or symlinked parents) that lead outside are path_outside_root; devices,
+// FIFOs and sockets, and files on /proc-like pseudo file systems, are
+// invalid_input and are never read. Paths in payloads are
+// root-relative and slash separated.
+//
+// The file actions and their payloads:
+//
+//   - workspace_list_files {path=".", recursive, max_entries, include_git}
+//     -> {"path", "entries": [{"path", "name", "type": "file"|"dir"|
+//     "symlink"|"other", "size", "mod_time" (RFC 3339, UTC)}],
+//     "truncated"}. Sorted depth first by name; symlinks are listed, never
+//     followed; .git contents only with include_git; mount points are not
+//     descended into.
+//   - workspace_read_file {path, offset, limit} (offset and limit count
+//     LINES; offset is 0-based) -> {"path", "content", "sha256" (of the
+//     whole file), "size", "lines" (in the whole file), "offset",
+//     "limit", "truncated", "binary"}. Without a range, a file over
+//     Options.MaxFileBytes is too_large; content is capped at MaxFileBytes
+//     in any case. Binary files (NUL in the first 8 KiB) return no content.
+//   - workspace_search_text {query, path, regex, glob, max_results=100,
+//     case_insensitive} -> {"query", "matches": [{"path", "line",
+//     "column" (1-based byte), "text"}], "files_searched", "truncated"}.
+//     RE2 regexps matched per line; .gitignore honoured; binaries,
+//     symlinks and .git skipped; stops at Options.MaxSearchFiles files or
+//     max_results matches.
 func (w *Workspace) Run(ctx context.Context, a action.Action) (map[string]any, error) {
 	switch a.Name {
 	case "workspace_list_files":
