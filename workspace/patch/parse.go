@@ -23,7 +23,7 @@ func Parse(text string) (*Patch, error) {
 	if strings.ContainsRune(text, 0) {
 		return nil, fmt.Errorf("%w: patch contains a NUL byte", ErrMalformed)
 	}
-	lines := splitPatchLines(text)
+	lines := stripFence(splitPatchLines(text))
 	for _, l := range lines {
 		t := strings.TrimSpace(l)
 		if t == "" {
@@ -35,6 +35,22 @@ func Parse(text string) (*Patch, error) {
 		break
 	}
 	return parseUnified(lines)
+}
+
+// stripFence removes a Markdown code fence around the patch ("```diff" …
+// "```"), which models often add.
+func stripFence(lines []string) []string {
+	first, last := 0, len(lines)-1
+	for first <= last && strings.TrimSpace(lines[first]) == "" {
+		first++
+	}
+	for last >= first && strings.TrimSpace(lines[last]) == "" {
+		last--
+	}
+	if first < last && strings.HasPrefix(lines[first], "```") && strings.TrimSpace(lines[last]) == "```" {
+		return lines[first+1 : last]
+	}
+	return lines
 }
 
 // splitPatchLines splits on "\n" and drops one trailing "\r" per line: a
