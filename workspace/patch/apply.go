@@ -155,8 +155,14 @@ func hasChanges(h *Hunk) bool {
 // endings aside).
 func (m *matcher) verbatim(old []Line) []int {
 	var out []int
-	n, L := len(m.lines), len(old)
-	for p := 0; p+L <= n; p++ {
+	L := len(old)
+	if L == 0 {
+		return nil
+	}
+	for _, p := range m.lineIndex()[strings.TrimSpace(old[0].Text)] {
+		if p+L > len(m.lines) {
+			continue
+		}
 		ok := true
 		for j := range old {
 			if m.lines[p+j].text != old[j].Text {

@@ -34,14 +34,25 @@
 //     one, moved by exactly d), and one of the places is the stated line
 //     moved by d.
 //
-// Otherwise the hunk is refused as ambiguous. A single hunk whose context
-// repeats in the file is therefore refused even when its numbers are right:
-// the numbers of a model cannot be told apart from numbers that are off by
-// one period of repetitive code, and a refusal is cheaper than a wrong edit.
-// The caller can retry with more context.
+// Otherwise the hunk is refused as ambiguous (ErrAmbiguous, listing the
+// places). A single hunk whose lines repeat verbatim in the file is
+// therefore refused even when its numbers are right: a model's numbers
+// cannot be told apart from numbers that are off by exactly one period of
+// repetitive code, where GNU patch and git apply silently edit the wrong
+// block. A refusal is cheaper than a wrong edit; the caller can retry with
+// more context. Options.TrustLineNumbers lifts this for diffs made by a
+// tool against the very content being patched: the stated line may then
+// choose among verbatim matches.
 //
 // A hunk whose removed lines are not in the file is never applied: Apply
-// returns a *HunkError naming the hunk and the closest place found.
+// returns a *HunkError naming the hunk and the closest place found. Hunks
+// are assumed to be written in file order when order is used to tell
+// places apart; hunks that match uniquely may come in any order.
+//
+// What is not guaranteed: a patch whose context was edited so much that it
+// fits a wrong place better than the right one can be applied there by the
+// fuzzy stage (removed lines must still match); set Options.NoFuzzy to
+// rule that out.
 package patch
 
 import (
