@@ -101,7 +101,7 @@ func (sc *scanner) next(from int) (start, end int, ok bool) {
 		c := s[i]
 		if class[c]&clsStd64 == 0 {
 			if run >= 0 && i-run == 40 && awsSecretShape(s[run:i]) {
-				return run, i, true
+				return run, sc.widen(run+1, i), true
 			}
 			run = i + 1
 		}
@@ -115,7 +115,7 @@ func (sc *scanner) next(from int) (start, end int, ok bool) {
 		if !pairTrig[int(c)<<8|int(n)] {
 			continue
 		}
-		if a, e := sc.matchAt(i); e > a {
+		if a, e := sc.find(i); e > a {
 			return a, e, true
 		}
 	}
@@ -123,6 +123,25 @@ func (sc *scanner) next(from int) (start, end int, ok bool) {
 		return run, len(s), true
 	}
 	return 0, 0, false
+}
+
+// find is matchAt with shape spans widened: a shape span ends at its class
+// boundary, and another secret glued on ("ghp_…sk_live_…") may start
+// inside it. Context rules widen their own spans.
+func (sc *scanner) find(i int) (start, end int) {
+	a, e := sc.matchAt(i)
+	if e <= a {
+		return a, e
+	}
+	switch sc.s[i] {
+	case ':', '=', 'B', 'b':
+		return a, e
+	}
+	from := a
+	if a == i {
+		from = a + 1 // the rule that matched at i would only match again
+	}
+	return a, sc.widen(from, e)
 }
 
 // matchAt runs the rules that can start at s[i]. It returns an empty span
@@ -495,10 +514,37 @@ func (sc *scanner) userinfoAt(a int) (int, int) {
 		return a, a
 	}
 	colon := strings.IndexByte(s[a:at], ':')
-	if colon < 0 || a+colon+1 == at || isMarker(s[a+colon+1:at]) {
+	if colon < 0 || a+colon+1 == at || isMarker(s[a+colon+1:at]) || isMarker(s[a:at]) {
 		return a, a
 	}
+	// The scan resumes after the password, so a token used as the user
+	// name ("https://ghp_…:x-oauth-basic@github.com") would never be seen:
+	// then the whole user information goes.
+	if sc.anyIn(a, a+colon) {
+		return a, sc.widen(a, at)
+	}
 	return a + colon + 1, sc.widen(a+colon+1, at)
+}
+
+// anyIn reports whether a secret starts in s[a:e].
+func (sc *scanner) anyIn(a, e int) bool {
+	s := sc.s
+	for j := a; j < e; j++ {
+		c := s[j]
+		if !firstByte[c] {
+			continue
+		}
+		var n byte
+		if j+1 < len(s) {
+			n = s[j+1]
+		}
+		if pairTrig[int(c)<<8|int(n)] {
+			if x, y := sc.find(j); y > x {
+				return true
+			}
+		}
+	}
+	return e-a == 40 && awsSecretShape(s[a:e])
 }
 
 // assignmentAt matches the value in "name = value", "name: value",
@@ -721,7 +767,7 @@ func (sc *scanner) widen(a, e int) int {
 		if !pairTrig[int(c)<<8|int(n)] {
 			continue
 		}
-		if x, y := sc.matchAt(j); y > x {
+		if x, y := sc.find(j); y > x {
 			end = max(end, y)
 			j = y - 1
 		}

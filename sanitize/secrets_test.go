@@ -103,6 +103,7 @@ func secretCases() []secretCase {
 		{"bearer lower case in curl", `curl -H "authorization: bearer ` + fakeBearer + `" https://x`, fakeBearer},
 		{"bearer without header name", "sent Bearer " + fakeBearer, fakeBearer},
 		{"basic auth header", "Authorization: Basic dXNlcjpodW50ZXIy\n", "dXNlcjpodW50ZXIy"},
+		{"token as URL user name", "git clone https://" + fakeGHP + ":x-oauth-basic@github.com/o/r", fakeGHP + ":x-oauth-basic"},
 		{"password in postgres URL", "dsn=postgres://app:" + fakePassword + "@db:5432/app?sslmode=disable", fakePassword},
 		{"password in redis URL", `{"url":"redis://:` + fakePassword + `@cache:6379/0"}`, fakePassword},
 		{"password in JSON text", `{"user":"bob","password":"` + fakePassword + `"}`, fakePassword},
