@@ -26,8 +26,15 @@
 //   - passwords in URLs (scheme://user:PASSWORD@host), credentials after
 //     "Bearer " and after "Authorization:" (the scheme is kept);
 //   - values assigned to secret-looking names in text: `password=…`,
-//     `"token": "…"`, `apiKey := "…"`, `--password=…`, `Cookie: …`, YAML and
-//     .env lines, query strings, JSON escaped inside JSON.
+//     `"token": "…"`, `apiKey := "…"`, `--password=…`, `Cookie: …`, YAML
+//     lines and block scalars, .env lines, query strings, JSON escaped
+//     inside JSON.
+//
+// A span is widened when another secret starts inside it and runs past its
+// end (a PEM block after a quoted value, two tokens glued together, a
+// "Bearer" swallowed by a value); a URL's whole user information goes when
+// the user name is itself a token. Spans nested more than eight deep fail
+// closed: the rest of the string is redacted.
 //
 // Not guaranteed: secrets without a recognisable shape or name (a bare
 // password in prose), secrets split across strings, encoded (base64,

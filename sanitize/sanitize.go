@@ -167,8 +167,8 @@ func (s *Sanitizer) sanitizeString(str string) (string, bool) {
 const cutNote = "…[truncated, "
 
 // alreadyCut reports whether str is the output of a cut at max: at most
-// max bytes (plus the markers put in) followed by the truncation note. Cutting it again would only
-// replace the original length by a wrong one.
+// max bytes (plus the markers put in) followed by the truncation note.
+// Cutting it again would only replace the original length by a wrong one.
 func alreadyCut(str string, max int) bool {
 	i := strings.LastIndex(str, cutNote)
 	if i < 0 || !strings.HasSuffix(str, " bytes]") {
