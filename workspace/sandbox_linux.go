@@ -3,13 +3,16 @@
 package workspace
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
 )
 
 // landlockConfigs maps a kernel ABI version to the full go-landlock
@@ -31,8 +34,19 @@ var landlockABIOnce = sync.OnceValue(func() int {
 // missing or disabled. It asks the kernel once per process.
 func landlockABI() int { return landlockABIOnce() }
 
-// restrictSelf applies p to the calling process (all its threads) and to
-// everything it will start.
+// restrictSelf applies p to the calling OS thread, which it locks; the
+// caller execs the program from that thread next, and the program inherits
+// the thread's Landlock domain and no_new_privs. Only this thread is
+// restricted, on purpose: go-landlock's Restrict synchronises every thread
+// of the process through signals on kernels before ABI 8, which costs up
+// to tens of milliseconds on a loaded machine, and the other threads of the
+// helper run nothing but the Go runtime until execve ends them.
+//
+// The handled rights are the full set of the kernel's ABI (go-landlock's
+// V1..V11 tables), so nothing is silently left out and nothing is asked that
+// the kernel cannot do: best-effort and required only differ on a kernel
+// without Landlock, where the service does not start the helper at all and
+// this fails.
 //
 // Write directories get every handled right except creating device nodes
 // and device ioctls: a command running as root could otherwise make a
@@ -41,35 +55,82 @@ func landlockABI() int { return landlockABIOnce() }
 // ReadFiles and WriteFiles.
 func restrictSelf(p sandboxPolicy) error {
 	abi := landlockABI()
-	cfg := landlock.V11.BestEffort()
-	if !p.BestEffort {
-		// Exactly what this kernel supports, so that nothing is silently
-		// dropped; without Landlock, V1 fails in Restrict.
-		cfg = landlock.V1
-		if abi > 0 {
-			cfg = landlockConfigs[min(abi, len(landlockConfigs)-1)]
+	if abi <= 0 {
+		return errors.New("this kernel does not offer Landlock")
+	}
+	cfg := landlockConfigs[min(abi, len(landlockConfigs)-1)]
+	handled := uint64(cfg.HandledAccessFS)
+	attr := llsys.RulesetAttr{HandledAccessFS: handled, Scoped: uint64(cfg.Scoped)}
+	if p.NoNet {
+		// No rule grants a port, so every TCP bind and connect is denied.
+		attr.HandledAccessNet = uint64(cfg.HandledAccessNet)
+	}
+	fd, err := llsys.LandlockCreateRuleset(&attr, 0)
+	if err != nil {
+		return fmt.Errorf("landlock_create_ruleset: %w", err)
+	}
+	defer syscall.Close(fd)
+
+	const (
+		read      = llsys.AccessFSExecute | llsys.AccessFSReadFile | llsys.AccessFSReadDir
+		fileOnly  = llsys.AccessFSExecute | llsys.AccessFSWriteFile | llsys.AccessFSReadFile | llsys.AccessFSTruncate
+		noDevices = llsys.AccessFSMakeChar | llsys.AccessFSMakeBlock | llsys.AccessFSIoctlDev
+	)
+	write := handled &^ noDevices
+	groups := []struct {
+		paths         []string
+		access        uint64
+		ignoreMissing bool
+	}{
+		{p.ReadDirs, read, true},
+		{p.WriteDirs, write, false},
+		{p.ReadFiles, read, true},
+		{p.WriteFiles, llsys.AccessFSReadFile | llsys.AccessFSWriteFile, true},
+	}
+	for _, g := range groups {
+		for _, path := range g.paths {
+			if err := addPathRule(fd, path, g.access&handled, fileOnly, g.ignoreMissing); err != nil {
+				return err
+			}
 		}
 	}
-	if !p.NoNet {
-		cfg.HandledAccessNet = 0
+
+	runtime.LockOSThread() // never unlocked: the exec follows on this thread
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
 	}
-	rw := cfg.HandledAccessFS &^ landlock.AccessFSSet(llsys.AccessFSMakeChar|llsys.AccessFSMakeBlock|llsys.AccessFSIoctlDev)
-	if abi < 2 {
-		// A rule asking for "refer" makes go-landlock give up entirely
-		// (in best-effort mode) on a V1 kernel.
-		rw &^= landlock.AccessFSSet(llsys.AccessFSRefer)
+	if err := llsys.LandlockRestrictSelf(fd, 0); err != nil {
+		return fmt.Errorf("landlock_restrict_self: %w", err)
 	}
-	rules := []landlock.Rule{
-		landlock.RODirs(p.ReadDirs...).IgnoreIfMissing(),
-		landlock.PathAccess(rw, p.WriteDirs...),
+	return nil
+}
+
+// addPathRule allows access beneath path. A path that is not a directory
+// gets only the rights that apply to files (the kernel refuses others).
+func addPathRule(rulesetFD int, path string, access, fileOnly uint64, ignoreMissing bool) error {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if ignoreMissing && errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		return fmt.Errorf("open %s: %w", path, err)
 	}
-	if len(p.ReadFiles) > 0 {
-		rules = append(rules, landlock.ROFiles(p.ReadFiles...).IgnoreIfMissing())
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("stat %s: %w", path, err)
 	}
-	if len(p.WriteFiles) > 0 {
-		rules = append(rules, landlock.RWFiles(p.WriteFiles...).IgnoreIfMissing())
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		access &= fileOnly
 	}
-	return cfg.Restrict(rules...)
+	if access == 0 {
+		return nil
+	}
+	rule := llsys.PathBeneathAttr{AllowedAccess: access, ParentFd: fd}
+	if err := llsys.LandlockAddPathBeneathRule(rulesetFD, &rule, 0); err != nil {
+		return fmt.Errorf("landlock_add_rule %s: %w", path, err)
+	}
+	return nil
 }
 
 // execProgram replaces the process with program; statusFD (if > 0) is
