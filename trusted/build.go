@@ -22,6 +22,9 @@ type BuildOptions struct {
 	Logger *slog.Logger
 	// Ready lists /readyz checks beyond the token store (the audit log).
 	Ready []ReadyCheck
+	// MaxInFlight bounds the action requests served at once (429 beyond);
+	// zero means no bound.
+	MaxInFlight int
 }
 
 // Build wires the HTTP service of `harness serve` from a resolved
@@ -61,7 +64,7 @@ func Build(ctx context.Context, cfg *policy.Config, opts BuildOptions) (*Server,
 	}
 	srv, err := NewServer(ServerOptions{
 		Service: svc, Keys: keys, MaxBodyBytes: cfg.Harness.HTTP.MaxBodyBytes,
-		Metrics: metrics, Ready: opts.Ready, Logger: opts.Logger,
+		Metrics: metrics, Ready: opts.Ready, Logger: opts.Logger, MaxInFlight: opts.MaxInFlight,
 	})
 	if err != nil {
 		closeAll()

@@ -92,6 +92,10 @@ type fixtureOpts struct {
 	cfg     func(*policy.Config)
 	maxBody int64
 	ready   []ReadyCheck
+	// maxInFlight bounds action requests; the builtin "block" waits on
+	// block until it is closed.
+	maxInFlight int
+	block       chan struct{}
 }
 
 // newFixture starts an HTTP server over a real Harness, a real workspace
@@ -137,6 +141,19 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 		return map[string]any{"text": in["text"]}, nil
 	}))
 
+	if o.block != nil {
+		require.NoError(t, h.Register(runtime.Spec{
+			Name: "block", Description: "wait until the test lets go", Risk: "read",
+			Input: json.RawMessage(`{"type":"object"}`),
+		}, func(ctx context.Context, _ map[string]any) (map[string]any, error) {
+			select {
+			case <-o.block:
+			case <-ctx.Done():
+			}
+			return map[string]any{}, nil
+		}))
+	}
+
 	files, err := OpenRootFiles(ws.Root())
 	require.NoError(t, err)
 	t.Cleanup(func() { files.Close() })
@@ -150,7 +167,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	t.Cleanup(func() { svc.Close() })
 	keys, err := NewKeys(cfg.Harness.Auth.Keys)
 	require.NoError(t, err)
-	srv, err := NewServer(ServerOptions{Service: svc, Keys: keys, MaxBodyBytes: o.maxBody, Metrics: metrics, Logger: logger, Ready: o.ready})
+	srv, err := NewServer(ServerOptions{Service: svc, Keys: keys, MaxBodyBytes: o.maxBody, MaxInFlight: o.maxInFlight, Metrics: metrics, Logger: logger, Ready: o.ready})
 	require.NoError(t, err)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)

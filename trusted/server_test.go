@@ -494,3 +494,35 @@ func TestOpenAPIDescribesTheServedRoutes(t *testing.T) {
 		require.Contains(t, []string{"200", "400", "401", "403", "404", "409", "413", "429", "500", "503", "504"}, c[1])
 	}
 }
+
+func TestTooManyInFlightIs429AndRecovers(t *testing.T) {
+	block := make(chan struct{})
+	f := newFixture(t, fixtureOpts{maxInFlight: 1, block: block})
+	first := make(chan int, 1)
+	go func() {
+		st, _ := call(t, "POST", f.URL+"/v1/actions", keyBob, map[string]any{"name": "block", "input": map[string]any{}})
+		first <- st
+	}()
+	require.Eventually(t, func() bool {
+		st, body := call(t, "POST", f.URL+"/v1/actions", keyBob, map[string]any{"name": "echo", "input": map[string]any{"text": "x"}})
+		return st == 429 && errCode(body) == "rate_limited"
+	}, 5*time.Second, 10*time.Millisecond)
+	st, _ := call(t, "GET", f.URL+"/healthz", "", nil)
+	require.Equal(t, 200, st, "probes are not limited")
+	close(block)
+	require.Equal(t, 200, <-first)
+	st, o := call(t, "POST", f.URL+"/v1/actions", keyBob, map[string]any{"name": "echo", "input": map[string]any{"text": "x"}})
+	require.Equal(t, 200, st, "%v", o)
+}
+
+func TestExecuteRunsToTheEndWhenTheCallerIsGone(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	p, err := f.Service.Preview(t.Context(), Principal{Name: "alice"}, action.Action{Name: "workspace_apply_patch", Input: map[string]any{"path": "g.txt", "content": "ran\n"}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	obs, err := f.Service.Execute(ctx, Principal{Name: "alice"}, p.Token)
+	require.NoError(t, err)
+	require.Equal(t, action.StatusOK, obs.Status, "%+v", obs)
+	require.Equal(t, "ran\n", f.read(t, "g.txt"))
+}

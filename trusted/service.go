@@ -228,8 +228,10 @@ func notFound() error {
 // this process the check and the run hold a lock per file; across
 // processes, a single-file apply additionally passes the previewed hash to
 // the workspace as expected_sha256, so the workspace re-checks it at the
-// write. Errors are *action.Error; a refused or failed action that did run
-// is an Observation, not an error.
+// write. Once the token is consumed, the action is run detached from
+// ctx's cancellation (values are kept): a caller that disconnects does not
+// cut it short. Errors are *action.Error; a refused or failed action that
+// did run is an Observation, not an error.
 func (s *Service) Execute(ctx context.Context, p Principal, token string) (action.Observation, error) {
 	if !wellFormed(token) {
 		s.events(TokenRefused)
@@ -262,7 +264,10 @@ func (s *Service) Execute(ctx context.Context, p Principal, token string) (actio
 	}
 	a = withPrecondition(a, rec.Files)
 	a.Trusted = true
-	obs := s.h.Execute(runtime.WithPrincipal(ctx, p.Name), a)
+	// The token is spent: the action runs to its end even if the caller
+	// goes away, so that a dropped connection never leaves a consumed token
+	// whose action was cut short. Runtimes bound it with their own limits.
+	obs := s.h.Execute(runtime.WithPrincipal(context.WithoutCancel(ctx), p.Name), a)
 	if obs.Code == action.CodeStalePreview {
 		s.events(TokenStale)
 		return obs, &action.Error{Code: action.CodeStalePreview, Message: obs.Message}

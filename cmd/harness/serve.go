@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/harness-runtime/harness/audit"
 	"github.com/harness-runtime/harness/policy"
 	"github.com/harness-runtime/harness/trusted"
@@ -37,6 +39,7 @@ func serveCmd(ctx context.Context, args []string, s stdio) int {
 	root := fs.String("root", "", "workspace root (overrides harness.workspace.root)")
 	store := fs.String("store", "", "token store: memory or redis://host:port/db (overrides harness.trusted.store)")
 	maxBody := fs.Int64("max-body-bytes", 0, "request body cap in bytes (overrides harness.http.max-body-bytes)")
+	maxInFlight := fs.Int("max-in-flight", 0, "answer 429 beyond this many action requests in flight (0: no bound)")
 	demo := fs.Bool("demo", false, "demo mode: a demo workspace and audit log in a temporary directory (unless --root is given), and a random API key printed once to stderr with a curl example")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -83,8 +86,8 @@ func serveCmd(ctx context.Context, args []string, s stdio) int {
 	defer e.Close()
 	access := slog.New(slog.NewJSONHandler(s.err, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	srv, closeSrv, err := trusted.Build(ctx, cfg, trusted.BuildOptions{
-		Harness: e.H, Workspace: e.WS, Logger: access,
-		Ready: []trusted.ReadyCheck{{Name: "audit", Check: auditReady(e.Audit)}},
+		Harness: e.H, Workspace: e.WS, Logger: access, MaxInFlight: *maxInFlight,
+		Ready: []trusted.ReadyCheck{{Name: "audit", Check: auditReady(e.Audit, cfg.Harness.Audit.Path)}},
 	})
 	if err != nil {
 		fmt.Fprintf(s.err, "harness serve: %v\n", err)
@@ -136,9 +139,10 @@ func serveCmd(ctx context.Context, args []string, s stdio) int {
 }
 
 // auditReady checks the audit log for /readyz with the cheapest probe the
-// log offers: Ping when it has one, else Sync (JSONL: an fsync of the open
-// file, which fails once the log is broken).
-func auditReady(l audit.Log) func(context.Context) error {
+// log offers: Ping when it has one; for PostgreSQL, a fresh connection
+// and ping to the configured database; else Sync (JSONL: an fsync of the
+// open file, which fails once the log is broken).
+func auditReady(l audit.Log, target string) func(context.Context) error {
 	return func(ctx context.Context) error {
 		switch p := any(l).(type) {
 		case interface{ Ping(context.Context) error }:
@@ -146,8 +150,30 @@ func auditReady(l audit.Log) func(context.Context) error {
 		case interface{ Sync() error }:
 			return p.Sync()
 		}
+		if audit.IsPostgres(target) {
+			return pingPostgres(ctx, target)
+		}
 		return nil
 	}
+}
+
+// pingPostgres connects to the audit database and pings it. The error
+// never carries the DSN's password (pgx masks it).
+func pingPostgres(ctx context.Context, dsn string) error {
+	pc, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return fmt.Errorf("audit database: %w", err)
+	}
+	delete(pc.RuntimeParams, audit.TableParam)
+	conn, err := pgx.ConnectConfig(ctx, pc)
+	if err != nil {
+		return fmt.Errorf("audit database unreachable: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if err := conn.Ping(ctx); err != nil {
+		return fmt.Errorf("audit database ping: %w", err)
+	}
+	return nil
 }
 
 // storeName names the token store for the start-up line, without the

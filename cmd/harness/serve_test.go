@@ -286,6 +286,21 @@ func TestServeReplicasShareRedis(t *testing.T) {
 	b := startServe(t, bin, writeServeConfig(t, serveConfig{root: root, store: testRedisURL(), auditPath: dsn, instance: "replica-b", ttl: 2}))
 	var tokens []string
 
+	t.Run("ready: Redis and the Postgres audit answer", func(t *testing.T) {
+		for _, r := range []*replica{a, b} {
+			resp, err := http.Get(r.URL + "/readyz")
+			require.NoError(t, err)
+			var body struct {
+				Status string            `json:"status"`
+				Checks map[string]string `json:"checks"`
+			}
+			require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+			resp.Body.Close()
+			require.Equal(t, 200, resp.StatusCode, "%+v", body)
+			require.Equal(t, map[string]string{"token_store": "ok", "audit": "ok"}, body.Checks)
+		}
+	})
+
 	t.Run("previewed on one, redeemed on the other", func(t *testing.T) {
 		tok := previewOn(t, a, patchOf("x.txt", "from a, run on b\n"))
 		tokens = append(tokens, tok)
@@ -445,4 +460,23 @@ func TestServeUsage(t *testing.T) {
 			require.Equal(t, c.want, code, errb.String())
 		})
 	}
+}
+
+func TestAuditReadiness(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	l, err := audit.OpenJSONL(filepath.Join(dir, "a.jsonl"))
+	require.NoError(t, err)
+	check := auditReady(l, filepath.Join(dir, "a.jsonl"))
+	require.NoError(t, check(ctx))
+	require.NoError(t, l.Close())
+	require.Error(t, check(ctx), "a closed log is not ready")
+
+	var nothing struct{ audit.Log }
+	down := auditReady(nothing, "postgres://nobody:secret@127.0.0.1:1/none?sslmode=disable&harness_audit_table=x")
+	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	err = down(cctx)
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), "secret")
 }
