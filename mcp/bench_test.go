@@ -2,8 +2,11 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -100,6 +103,47 @@ func benchStdio(b *testing.B, name string, args map[string]any) {
 		res, err := cli.CallTool(ctx, req)
 		if err != nil || res.IsError {
 			b.Fatalf("%v %v", err, res)
+		}
+	}
+}
+
+// BenchmarkInteropVsFilesystemServer runs testdata/node/bench.mjs: the
+// official TypeScript SDK client drives `harness mcp` (built from
+// ../cmd/harness) and @modelcontextprotocol/server-filesystem on the same
+// files, and prints both sides' start-up, read and list numbers. Run it
+// with -benchtime=1x; BENCH_READS, BENCH_LISTS and BENCH_STARTS change the
+// counts (defaults 2000, 500, 20).
+func BenchmarkInteropVsFilesystemServer(b *testing.B) {
+	dir := nodeDir(b)
+	bin := filepath.Join(b.TempDir(), "harness")
+	build := exec.Command("go", "build", "-o", bin, "../cmd/harness")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		b.Fatalf("go build ./cmd/harness: %v", err)
+	}
+	arg := func(env, def string) string {
+		if v := os.Getenv(env); v != "" {
+			return v
+		}
+		return def
+	}
+	for i := 0; i < b.N; i++ {
+		cmd := exec.Command("node", filepath.Join(dir, "bench.mjs"), "--harness", bin,
+			"--reads", arg("BENCH_READS", "2000"), "--lists", arg("BENCH_LISTS", "500"), "--starts", arg("BENCH_STARTS", "20"))
+		cmd.Dir = dir
+		cmd.Stderr = os.Stderr
+		out, err := cmd.Output()
+		if err != nil {
+			b.Fatalf("bench.mjs: %v", err)
+		}
+		var res struct {
+			Ratio map[string]float64 `json:"ratio"`
+		}
+		if err := json.Unmarshal(out, &res); err != nil {
+			b.Fatalf("bench.mjs output: %v", err)
+		}
+		for k, v := range res.Ratio {
+			b.ReportMetric(v, k+"_x")
 		}
 	}
 }

@@ -273,3 +273,19 @@ func TestRiskOfAnnotations(t *testing.T) {
 		})
 	}
 }
+
+func TestMCPClientClosed(t *testing.T) {
+	c, err := NewClient(context.Background(), testConfig(t, fmt.Sprintf(`
+harness:
+  mcp:
+    servers:
+      fake: {command: [%s], tools: [echo]}
+`, quoteList(fakeCommand(t)))).Harness.MCP, nil, quietLogger())
+	require.NoError(t, err)
+	require.NotZero(t, c.conns["fake"].pid())
+	require.NoError(t, c.Close())
+	require.NoError(t, c.Close(), "Close twice is fine")
+	_, err = c.Run(context.Background(), call("fake", "echo", map[string]any{"text": "x"}))
+	assert.Equal(t, action.CodeMCPError, action.CodeOf(err))
+	assert.Zero(t, c.conns["fake"].pid(), "no server is started after Close")
+}

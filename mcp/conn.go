@@ -84,6 +84,9 @@ func (c *conn) toolSnapshot() map[string]*remoteTool {
 func (c *conn) ready(ctx context.Context) (*mcpclient.Client, map[string]*remoteTool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.life.Err() != nil {
+		return nil, nil, errors.New("the MCP client is closed")
+	}
 	if c.cli != nil && !c.dead() {
 		return c.cli, c.toolSnapshot(), nil
 	}

@@ -75,6 +75,10 @@ func mcpCmd(ctx context.Context, args []string, s stdio) int {
 		}
 		return exitOK
 	}
+	if err := loopbackOnly(*addr); err != nil {
+		fmt.Fprintf(s.err, "harness mcp: --http: %v\n", err)
+		return exitUsage
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		fmt.Fprintf(s.err, "harness mcp: --http: %v\n", err)
@@ -86,4 +90,21 @@ func mcpCmd(ctx context.Context, args []string, s stdio) int {
 		return exitActionError
 	}
 	return exitOK
+}
+
+// loopbackOnly refuses a listen address that is not on loopback: the
+// bridge has no authentication of its own, so it is reachable only from
+// this machine (put an authenticating proxy in front for anything else).
+func loopbackOnly(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("%s is not a loopback address; the MCP bridge has no authentication, so it listens only on 127.0.0.1, ::1 or localhost", addr)
 }

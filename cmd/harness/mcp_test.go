@@ -130,7 +130,9 @@ func TestMCPCommandUsage(t *testing.T) {
 		{"help", []string{"mcp", "--help"}, exitOK, "harness mcp"},
 		{"unexpected argument", []string{"mcp", "--config", cfg, "extra"}, exitUsage, "unexpected argument"},
 		{"bad config", []string{"mcp", "--config", bad}, exitUsage, "no-such-key"},
-		{"bad listen address", []string{"mcp", "--config", cfg, "--http", "256.0.0.1:http"}, exitUsage, "--http"},
+		{"bad listen address", []string{"mcp", "--config", cfg, "--http", "nohost"}, exitUsage, "--http"},
+		{"non-loopback address refused", []string{"mcp", "--config", cfg, "--http", "0.0.0.0:0"}, exitUsage, "loopback"},
+		{"public address refused", []string{"mcp", "--config", cfg, "--http", "192.0.2.1:8080"}, exitUsage, "no authentication"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
