@@ -46,8 +46,9 @@ type sandboxPolicy struct {
 	ReadFiles  []string // read single files (/dev/urandom)
 	WriteFiles []string // read and write single files (/dev/null)
 	NoNet      bool     // no TCP bind or connect, where the ABI has it
-	BestEffort bool     // apply what the kernel supports instead of failing
-	StatusFD   int      // where to report a failure; closed on exec
+	BestEffort bool     // informational: the helper always applies the kernel's full ABI
+
+	StatusFD int // where to report a failure; closed on exec
 }
 
 // helperArgs renders the policy and the program as the helper's arguments
@@ -148,12 +149,14 @@ func parseHelperArgs(args []string) (sandboxPolicy, string, []string, error) {
 //	[--ro DIR]... [--rw DIR]... [--ro-file F]... [--rw-file F]... [--no-net] [--best-effort]
 //	[--status-fd N] -- /abs/program argv0 [args...]
 //
-// It restricts its own process with Landlock (read and execute beneath the
+// It restricts itself with Landlock (read and execute beneath the
 // --ro directories and the --ro-file files, also write beneath the --rw
 // directories and the --rw-file files, but never create device nodes; no
-// TCP bind or connect with --no-net) and then replaces itself with the program, passing
-// its own environment unchanged; the caller gives it a clean one. Without
-// --best-effort, a kernel that cannot enforce the whole policy is an error.
+// TCP bind or connect with --no-net) and then replaces itself with the
+// program, passing its own environment unchanged; the caller gives it a
+// clean one. The rights handled are all those of the kernel's Landlock ABI;
+// a kernel without Landlock is an error even with --best-effort (the
+// service never starts the helper there).
 //
 // It returns only on failure, with exit status 126 after writing the reason
 // to the status descriptor (if any) and to stderr: the program never runs
