@@ -110,6 +110,10 @@ func TestMCPCallPayload(t *testing.T) {
 	assert.Equal(t, "echo: hi", obs.Payload["text"])
 	sc, ok := obs.Payload["structured_content"].(map[string]any)
 	require.True(t, ok, "structured_content: %#v", obs.Payload["structured_content"])
+	cn := mcpClientOf(t, h).conns["fake"]
+	cn.mu.Lock()
+	assert.Equal(t, "2026-07-28", cn.protocol, "a modern server gets the stateless protocol")
+	cn.mu.Unlock()
 	assert.Equal(t, "hi", sc["text"])
 	content, ok := obs.Payload["content"].([]any)
 	require.True(t, ok)

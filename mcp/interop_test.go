@@ -259,6 +259,12 @@ harness:
 	ctx := runtime.WithPrincipal(context.Background(), "test")
 	read := call("fs", "read_text_file", map[string]any{"path": filepath.Join(root, "a.txt")})
 
+	t.Run("negotiates the reference server's protocol revision", func(t *testing.T) {
+		cn := mcpClientOf(t, h).conns["fs"]
+		cn.mu.Lock()
+		defer cn.mu.Unlock()
+		assert.Equal(t, "2025-11-25", cn.protocol)
+	})
 	t.Run("allowed tool", func(t *testing.T) {
 		obs := h.Execute(ctx, read)
 		require.Equal(t, action.StatusOK, obs.Status, obsString(obs))
