@@ -479,6 +479,9 @@ func (s *search) run(rel string) error {
 			if !s.walk(ctx, dir, rel, 0, ignores, ws) {
 				s.total.Store(int64(ws.seq))
 			}
+			if ws.batch.dir != nil { // a batch left unsent by a cut walk
+				ws.batch.dir.release()
+			}
 		}()
 	} else {
 		// One named file: checked like a read (symlinks followed only

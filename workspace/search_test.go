@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -354,5 +355,43 @@ func TestRequiredLiterals(t *testing.T) {
 				t.Fatalf("required literals = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestSearchReleasesHandles checks that searches stopped early (by
+// max_results or the file cap) close every directory and file they opened.
+func TestSearchReleasesHandles(t *testing.T) {
+	files := map[string]string{}
+	for d := range 20 {
+		for i := range 40 {
+			files[fmt.Sprintf("d%02d/s/f%02d.txt", d, i)] = "hit\nhit\n"
+			files[fmt.Sprintf("d%02d/s/t/g%02d.txt", d, i%5)] = "hit\n"
+		}
+	}
+	opts := DefaultOptions()
+	opts.MaxSearchFiles = 300
+	f := newFixture(t, opts, files)
+	openFDs := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skipf("no /proc/self/fd: %v", err)
+		}
+		return len(ents)
+	}
+	// Without GC, os.Root's finalizer cannot hide a handle we forgot.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	before := openFDs()
+	for _, in := range []map[string]any{
+		{"query": "hit", "max_results": 1},
+		{"query": "hit", "max_results": 100},
+		{"query": "hit", "max_results": 100000},
+		{"query": "h.t", "regex": true, "max_results": 3},
+	} {
+		for range 25 {
+			f.mustRun(t, "workspace_search_text", in)
+		}
+	}
+	if after := openFDs(); after > before+2 {
+		t.Fatalf("open descriptors grew from %d to %d", before, after)
 	}
 }
