@@ -24,6 +24,9 @@ func TestSummarize(t *testing.T) {
 		},
 		{"other type", map[string]any{"t": struct{ A int }{3}}, []string{"t"}},
 		{"unicode", map[string]any{"s": "héllo ✓"}, []string{"s"}},
+		{"escapes", map[string]any{"s": "<a href=\"x\">&</a>\b\f\x01\x7f\xff\u2028\u2029\\"}, []string{"s"}},
+		{"floats", map[string]any{"a": 1e6, "b": 1e21, "c": 1e-7, "d": 0.0, "e": -2.5e-9, "f": 123456789.125, "g": 1e100}, []string{"a", "b", "c", "d", "e", "f", "g"}},
+		{"escaped keys", map[string]any{"<k>": "v", "\n": nil}, []string{"\n", "<k>"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
