@@ -324,3 +324,46 @@ func mcpClientOf(t *testing.T, h *runtime.Harness) *Client {
 	require.True(t, ok)
 	return c
 }
+
+// TestSDKClientThroughBridgeToFilesystemServer chains both directions: the
+// TypeScript SDK client calls harness mcp, which calls the reference
+// filesystem server through an imported mcp.<server>.<tool> action.
+func TestSDKClientThroughBridgeToFilesystemServer(t *testing.T) {
+	dir := nodeDir(t)
+	root := workspaceRoot(t)
+	fsServer := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js")
+	yaml := fmt.Sprintf(`
+harness:
+  auto-approved-actions: [mcp.fs.read_text_file]
+  mcp:
+    servers:
+      fs:
+        command: [node, %q, %q]
+        tools: [read_text_file, write_file]
+        timeout-ms: 10000
+        register-tools: true
+`, fsServer, root)
+	peer := bridgePeers(t, root, yaml)["stdio"]
+	res := drive(t, scenario(peer, []sdkCall{
+		{"mcp.fs.read_text_file", map[string]any{"path": filepath.Join(root, "a.txt")}},
+		{"mcp.fs.write_file", map[string]any{"path": filepath.Join(root, "a.txt"), "content": "pwned"}},
+	}, nil))
+	names := map[string]bool{}
+	for _, tool := range res.Tools {
+		names[tool.Name] = true
+		if tool.Name == "mcp.fs.read_text_file" {
+			require.NotNil(t, tool.Annotations.ReadOnlyHint)
+			assert.True(t, *tool.Annotations.ReadOnlyHint, "the imported tool keeps its read-only nature")
+		}
+	}
+	assert.True(t, names["mcp.fs.read_text_file"])
+	assert.False(t, names["mcp.fs.list_directory"], "tools not on the allowlist are not imported")
+	c := res.Calls
+	require.False(t, c[0].IsError, c[0].Content)
+	assert.Equal(t, "hello world\nsecond line\n", c[0].Content[0].Text)
+	assert.Equal(t, action.SourceMCP, c[0].Structured.Source)
+	assert.True(t, c[1].IsError)
+	assert.Equal(t, action.CodeTrustRequired, c[1].Structured.Code, "a destructive imported tool needs trust")
+	got, _ := os.ReadFile(filepath.Join(root, "a.txt"))
+	assert.Equal(t, "hello world\nsecond line\n", string(got))
+}
