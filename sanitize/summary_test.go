@@ -47,3 +47,20 @@ func TestSummarize(t *testing.T) {
 		})
 	}
 }
+
+// FuzzSummarize holds the computed size to json.Marshal's.
+func FuzzSummarize(f *testing.F) {
+	f.Add("k", "v", 1.5)
+	f.Add("<", "\xff\u2028\x00", 1e21)
+	f.Add("", "\\\"", -1e-7)
+	f.Fuzz(func(t *testing.T, k, v string, x float64) {
+		payload := map[string]any{k: v, k + "x": x, k + "y": []any{v, x, nil, true}}
+		enc, err := json.Marshal(payload)
+		if err != nil {
+			t.Skip("not encodable")
+		}
+		if got := Summarize(payload)["bytes"]; got != len(enc) {
+			t.Fatalf("bytes = %v, want %d (%s)", got, len(enc), enc)
+		}
+	})
+}
