@@ -50,8 +50,12 @@ var gitNeutralConfig = [][2]string{
 // gitEnv returns the environment that points git at the workspace's own
 // repository with the neutral configuration plus extra overrides.
 func gitEnv(root string, extra [][2]string) []string {
-	cfg := make([][2]string, 0, len(gitNeutralConfig)+len(extra))
+	cfg := make([][2]string, 0, len(gitNeutralConfig)+len(extra)+1)
 	cfg = append(cfg, gitNeutralConfig...)
+	// The ownership check guards against the configuration of a repository
+	// owned by someone else; that configuration is neutralised here, and the
+	// service may run as another user than the workspace's owner.
+	cfg = append(cfg, [2]string{"safe.directory", root})
 	cfg = append(cfg, extra...)
 	env := []string{
 		"GIT_CONFIG_NOSYSTEM=1",
