@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/harness-runtime/harness/action"
+	"github.com/harness-runtime/harness/policy"
 	"github.com/harness-runtime/harness/workspace"
 )
 
@@ -20,11 +21,12 @@ func init() {
 	}
 }
 
-const patchUsage = `Usage: harness patch [--root DIR] [--dry-run] [--diff] [--strip N] [--fuzz F] [--trust-line-numbers] [FILE | -]
+const patchUsage = `Usage: harness patch [--config FILE] [--root DIR] [--dry-run] [--diff] [--strip N] [--fuzz F] [--trust-line-numbers] [FILE | -]
 
 Reads a patch from FILE, or from stdin when FILE is "-" or absent, and
-applies it to the files under DIR (default: the current directory), all
-files or none. Prints one line per file: the operation, the path, the lines
+applies it to the files under DIR (default: harness.workspace.root of the
+configuration, else the current directory), all files or none; writes must
+be enabled (harness.workspace.write-enabled, on in the dev profile). Prints one line per file: the operation, the path, the lines
 added and removed, and how the hunks were placed (exact, offset, whitespace
 or fuzzy). With --dry-run nothing is written.
 
@@ -47,7 +49,8 @@ func runPatch(ctx context.Context, args []string, s stdio) int {
 		fmt.Fprint(s.err, patchUsage)
 		fs.PrintDefaults()
 	}
-	root := fs.String("root", ".", "workspace root `DIR`; no file outside it is read or written")
+	config := fs.String("config", "", "configuration `FILE` (YAML): harness.workspace.root and write-enabled apply")
+	root := fs.String("root", "", "workspace root `DIR` (default: the configured root, else the current directory); no file outside it is read or written")
 	dryRun := fs.Bool("dry-run", false, "print what would change and write nothing")
 	showDiff := fs.Bool("diff", false, "also print the unified diff of the change")
 	strip := fs.Int("strip", -1, "strip `N` leading path components from header names; -1 guesses 0 or 1 (a/ b/ prefixes or none) per file")
@@ -73,9 +76,20 @@ func runPatch(ctx context.Context, args []string, s stdio) int {
 		fmt.Fprintf(s.err, "harness patch: %v\n", err)
 		return exitUsage
 	}
+	cfg, err := loadConfig(*config, *root)
+	if err != nil {
+		fmt.Fprintf(s.err, "harness patch: %v\n", err)
+		return exitUsage
+	}
+	dir := cfg.Harness.Workspace.Root
+	if dir == "" {
+		dir = "."
+	}
 	opts := workspace.DefaultOptions()
-	opts.WriteEnabled, opts.ShellEnabled = true, false
-	ws, err := workspace.New(*root, opts)
+	// A dry run writes nothing, so it previews even where writes are off.
+	opts.WriteEnabled = *dryRun || policy.Bool(cfg.Harness.Workspace.WriteEnabled)
+	opts.ShellEnabled = false
+	ws, err := workspace.New(dir, opts)
 	if err != nil {
 		fmt.Fprintf(s.err, "harness patch: %v\n", err)
 		return exitUsage

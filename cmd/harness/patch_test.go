@@ -65,6 +65,17 @@ func TestPatchCommand(t *testing.T) {
 		{"bad-fuzz", func(r, p string) []string { return []string{"patch", "--fuzz", "2", "--root", r, p} }, patchCLIGood, false, exitUsage, false},
 		{"ambiguous-refused", func(r, p string) []string { return []string{"patch", "--root", r, p} }, patchCLIRepeated, false, exitActionError, false},
 		{"ambiguous-trusted", func(r, p string) []string { return []string{"patch", "--trust-line-numbers", "--root", r, p} }, patchCLIRepeated, false, exitOK, true},
+		{"config-writes-disabled", func(r, p string) []string {
+			cfg := filepath.Join(filepath.Dir(r), "cfg.yaml")
+			_ = os.WriteFile(cfg, []byte("harness:\n  workspace:\n    root: "+r+"\n    write-enabled: false\n"), 0o600)
+			return []string{"patch", "--config", cfg, p}
+		}, patchCLIGood, false, exitActionError, false},
+		{"config-writes-disabled-dry-run", func(r, p string) []string {
+			cfg := filepath.Join(filepath.Dir(r), "cfg.yaml")
+			_ = os.WriteFile(cfg, []byte("harness:\n  workspace:\n    root: "+r+"\n    write-enabled: false\n"), 0o600)
+			return []string{"patch", "--config", cfg, "--dry-run", p}
+		}, patchCLIGood, false, exitOK, false},
+		{"bad-config", func(r, p string) []string { return []string{"patch", "--config", filepath.Join(r, "missing.yaml"), p} }, patchCLIGood, false, exitUsage, false},
 		{"help", func(r, p string) []string { return []string{"patch", "--help"} }, "", false, exitOK, false},
 		{"empty-stdin", func(r, p string) []string { return []string{"patch", "--root", r} }, "", true, exitUsage, false},
 	}
