@@ -132,13 +132,14 @@ func (s *Server) toolFor(sc *schema.ActionSchema) mcpgo.Tool {
 func (s *Server) handlerFor(name string) mcpserver.ToolHandlerFunc {
 	return func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 		ctx = runtime.WithPrincipal(ctx, s.principal)
-		a := action.Action{Name: name, Input: req.GetArguments()}
-		if raw := req.Params.Arguments; raw != nil && a.Input == nil {
+		a := action.Action{Name: name, Input: map[string]any{}}
+		switch args := req.Params.Arguments.(type) {
+		case nil:
+		case map[string]any:
+			a.Input = args
+		default:
 			obs := s.blocked(a, policy.Decision{Code: action.CodeInvalidInput, Message: "tool arguments must be a JSON object"})
 			return toolResult(obs), nil
-		}
-		if a.Input == nil {
-			a.Input = map[string]any{}
 		}
 		if sess := mcpserver.ClientSessionFromContext(ctx); sess != nil {
 			a.SessionID = sess.SessionID()

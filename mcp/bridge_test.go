@@ -236,3 +236,25 @@ func TestEncodable(t *testing.T) {
 }
 
 func mathNaN() float64 { z := 0.0; return z / z }
+
+func TestBridgeRefusesNonObjectArguments(t *testing.T) {
+	srv, _, _, _ := inProcessBridge(t, "harness: {auto-approved-actions: [workspace_list_files]}\n", nil)
+	handler := srv.handlerFor("workspace_list_files")
+	tests := []struct {
+		name string
+		args any
+		code action.Code
+	}{
+		{"array", []any{1, 2}, action.CodeInvalidInput},
+		{"string", "path=.", action.CodeInvalidInput},
+		{"absent", nil, ""},
+		{"object", map[string]any{"path": "sub"}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := handler(context.Background(), mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "workspace_list_files", Arguments: tc.args}})
+			require.NoError(t, err)
+			assert.Equal(t, tc.code, structured(t, res).Code)
+		})
+	}
+}
