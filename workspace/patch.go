@@ -76,6 +76,25 @@ func (p PatchPlan) Payload(applied bool) map[string]any {
 	return map[string]any{"format": p.Format, "diff": p.Diff, "files": files, "applied": applied}
 }
 
+// SameChange reports whether q changes the same files, the same way, from
+// the same contents as p: same format-independent file list, operations,
+// paths and SHA-256 before and after. A trusted execute can re-plan the
+// previewed input and refuse with stale_preview unless the new plan is the
+// same change as the preview.
+func (p PatchPlan) SameChange(q PatchPlan) bool {
+	if len(p.Files) != len(q.Files) {
+		return false
+	}
+	for i, f := range p.Files {
+		g := q.Files[i]
+		if f.Path != g.Path || f.OldPath != g.OldPath || f.Op != g.Op ||
+			f.SHA256Before != g.SHA256Before || f.SHA256After != g.SHA256After || f.mode != g.mode {
+			return false
+		}
+	}
+	return true
+}
+
 func (w *Workspace) proposePatch(ctx context.Context, in map[string]any) (map[string]any, error) {
 	plan, err := w.plan(ctx, in, false)
 	if err != nil {

@@ -415,3 +415,22 @@ func TestApplyPlanStale(t *testing.T) {
 		}
 	})
 }
+
+func TestPatchPlanSameChange(t *testing.T) {
+	ctx := context.Background()
+	w, dir := patchRoot(t, map[string]string{"main.go": mainGo}, true)
+	in := map[string]any{"patch": "--- a/main.go\n+++ b/main.go\n@@ -4 +4 @@\n-\tprintln(\"hi\")\n+\tprintln(\"yo\")\n"}
+	p1, err := w.PlanPatch(ctx, in)
+	must(t, err)
+	p2, err := w.PlanPatch(ctx, in)
+	must(t, err)
+	if !p1.SameChange(p2) {
+		t.Fatal("two plans of the same input on the same files differ")
+	}
+	must(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte(mainGo+"// more\n"), 0o644))
+	p3, err := w.PlanPatch(ctx, in)
+	must(t, err)
+	if p1.SameChange(p3) {
+		t.Fatal("a plan made after the file changed is the same change")
+	}
+}
