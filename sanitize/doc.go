@@ -55,15 +55,16 @@
 // is already the "rules behind a fast keyword pre-filter" design, and it
 // only helps on text without keywords: logs and code are full of "key",
 // "token", "auth", which wake up its regular expressions. Numbers (AMD
-// EPYC, 2 cores shared with about five other busy processes; CPU time per
-// operation from getrusage, median of 3, which the load inflates less
-// than wall time):
+// EPYC, 2 cores shared with five other busy workers, load average 10-16;
+// CPU time per operation from getrusage, range over several runs, which
+// the load inflates far less than wall time; wall-clock MB/s varied from
+// 70 to 310 for the first row depending on the load):
 //
-//	input                               ours              gitleaks DetectString
-//	1 MiB code/logs/JSON, 4 secrets     ~400 MB/s         ~2.7 MB/s (~380 µs/KiB)
-//	1 MiB plain prose                   ~850 MB/s         ~260 MB/s
-//	1 MiB as 1 KiB strings via Value    ~470 MB/s         ~3.2 MB/s
-//	4-key action input via Value        ~0.6 µs, 2 allocs ~48 µs, 24 allocs
+//	input                               ours                  gitleaks (last row: DeepScanner)
+//	1 MiB code/logs/JSON, 4 secrets     320-460 MB/s          2.3-2.8 MB/s (~380 µs/KiB)
+//	1 MiB plain prose                   590-1000 MB/s         200-280 MB/s
+//	1 MiB as 1 KiB strings via Value    390-480 MB/s          2.8-3.3 MB/s
+//	4-key action input via Value        0.6-0.7 µs, 2 allocs  41-53 µs, 24 allocs
 //
 // So the hot path uses the compact rule set (>= 100 MB/s target met with
 // margin), and gitleaks is an opt-in deep scan, DeepScanner, compiled only
