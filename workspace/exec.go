@@ -591,3 +591,17 @@ func privateDir(root string) (string, error) {
 	sum := sha256.Sum256([]byte(root))
 	return filepath.Join(base, hex.EncodeToString(sum[:8])), nil
 }
+
+// closeExec removes the private directory (TMPDIR, build caches) of this
+// workspace's commands. Workspace.Close should call it; it is safe to call
+// when no command ever ran.
+func (w *Workspace) closeExec() error {
+	dir, err := privateDir(w.rootPath)
+	if err != nil {
+		return err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove command temp directory: %w", err)
+	}
+	return nil
+}

@@ -434,3 +434,21 @@ func processAlive(pid string) bool {
 	_, rest, _ := strings.Cut(string(b), ") ")
 	return !strings.HasPrefix(rest, "Z")
 }
+
+func TestCloseExecRemovesPrivateDir(t *testing.T) {
+	e := newShEnv(t, SandboxOff, nil, nil)
+	e.mustRun(t, "pwd")
+	dir, err := privateDir(e.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "tmp")); err != nil {
+		t.Fatalf("private tmp missing after a run: %v", err)
+	}
+	if err := e.w.closeExec(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("private dir still there: %v", err)
+	}
+}
