@@ -10,8 +10,9 @@ import "strings"
 //   - any word ending in password, passwd, passphrase, secret or secrets
 //     makes it secret;
 //   - so does a last word ending in token, apikey, accesskey, privatekey,
-//     secretkey, credential(s), cookie, authorization, auth, bearer or jwt
-//     ("max_tokens", "token_count" and "author" stay);
+//     secretkey, credential(s), cookie, authorization, auth, bearer, jwt or
+//     signature, or equal to sig ("max_tokens", "token_count" and "author"
+//     stay);
 //   - so does a last word "key" after api, access, private, secret,
 //     signing, encryption, master, account, client, storage, subscription,
 //     shared, session, hmac or auth ("public_key", "sort_key" stay).
@@ -90,13 +91,16 @@ func lastWordSecret(w []byte) bool {
 	case 's':
 		return hasSuffix(w, "credentials")
 	case 'e':
-		return hasSuffix(w, "cookie")
+		// Presigned URLs (X-Amz-Signature) grant access.
+		return hasSuffix(w, "cookie") || hasSuffix(w, "signature")
 	case 'h':
 		return hasSuffix(w, "auth")
 	case 'r':
 		return hasSuffix(w, "bearer")
 	case 't':
 		return hasSuffix(w, "jwt")
+	case 'g':
+		return string(w) == "sig" // Azure SAS
 	}
 	return false
 }

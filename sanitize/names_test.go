@@ -22,6 +22,7 @@ func TestSensitiveName(t *testing.T) {
 		{"public_key", false}, {"key", false}, {"sort_key", false}, {"primary_key", false},
 		{"passwordless", false}, {"session_id", false}, {"client_id", false}, {"keyboard", false},
 		{"PWD", false}, {"-_-", false}, {"a_very_long_word_that_ends_in_nothing_sensitive", false},
+		{"X-Amz-Signature", true}, {"sig", true}, {"signing", false}, {"config", false},
 		{"averyveryverylongprefixpassword", true}, {"averyveryverylongprefixtoken", true},
 	}
 	for _, tc := range cases {

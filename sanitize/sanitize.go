@@ -204,8 +204,8 @@ func alreadyCut(str string, max int) bool {
 // case-insensitively, "*" matches any one key, arrays are transparent) or
 // when the key's name is obviously secret (password, passwd, passphrase,
 // secret, token, api_key, apikey, access_key, private_key, secret_key,
-// authorization, cookie, credentials, auth and their camelCase, kebab and
-// upper-case spellings). Every other string, map keys included, goes
+// authorization, cookie, credentials, auth, signature and their camelCase,
+// kebab and upper-case spellings). Every other string, map keys included, goes
 // through String. Containers are always copied; strings are shared when
 // unchanged.
 func (s *Sanitizer) Value(v any, sensitive []string) any {

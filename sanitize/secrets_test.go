@@ -113,6 +113,8 @@ func secretCases() []secretCase {
 		{"password in a YAML block scalar", "stringData:\n  password: |\n    " + fakePassword + "\n  user: bob\n", fakePassword},
 		{"multi-line YAML folded secret", "secret: >-\n  line one " + fakePassword + "\n  line two\nnext: 1", "line one " + fakePassword + "\n  line two"},
 		{"password flag", "mysql --password=" + fakePassword + " -h db", fakePassword},
+		{"presigned URL signature", "https://b.s3.amazonaws.com/k?X-Amz-Credential=AKIDEXAMPLE%2F20260101&X-Amz-Signature=" + fakePassword + "&x=1", fakePassword},
+		{"azure SAS signature", "https://a.blob.core.windows.net/c/b?sv=2022-11-02&sp=r&sig=" + fakePassword, fakePassword},
 		{"client secret in query", "/token?client_id=abc&client_secret=" + fakePassword + "&grant=x", fakePassword},
 		{"go short assignment", `apiKey := "` + fakePassword + `"`, fakePassword},
 		{"rsa private key pem", "key:\n" + fakeRSAKey + "\ndone", fakeRSAKey},
