@@ -17,7 +17,9 @@ import (
 )
 
 // Principal is an authenticated caller: who it is and, when its key is
-// bound to one, the tenant it acts for.
+// bound to one, the tenant it acts for. A principal without a tenant may
+// name any tenant in its actions (the guard's tenant rules still apply);
+// a token is bound to the principal's tenant, not to the action's.
 type Principal struct {
 	Name   string
 	Tenant string

@@ -480,3 +480,46 @@ func TestAuditReadiness(t *testing.T) {
 	require.Error(t, err)
 	require.NotContains(t, err.Error(), "secret")
 }
+
+// TestServeDemoPrintsAWorkingCurlExample starts `harness serve --demo` and
+// follows its printed instructions: the key works for preview -> execute.
+func TestServeDemoPrintsAWorkingCurlExample(t *testing.T) {
+	bin := harnessBinary(t)
+	root := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(root, "hello.txt"), []byte("hello\n"), 0o644))
+	cmd := exec.Command(bin, "serve", "--demo", "--root", root, "--addr", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "HARNESS_AUDIT_PATH="+filepath.Join(t.TempDir(), "audit.jsonl"))
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
+	keyRe := regexp.MustCompile(`export HARNESS_KEY=(demo_[A-Za-z0-9_-]+)`)
+	var url, key string
+	require.Eventually(t, func() bool {
+		out := stderr.String()
+		m1, m2 := listening.FindStringSubmatch(out), keyRe.FindStringSubmatch(out)
+		if m1 == nil || m2 == nil || !strings.Contains(out, "/v1/actions/execute/") {
+			return false
+		}
+		url, key = m1[1], m2[1]
+		return true
+	}, 20*time.Second, 50*time.Millisecond, "no demo banner: %s", stderr.String())
+	require.Contains(t, stderr.String(), "curl -s -H \"Authorization: Bearer $HARNESS_KEY\" "+url+"/v1/actions/preview")
+
+	do := func(path string, body string) (int, map[string]any) {
+		req, _ := http.NewRequest("POST", url+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var m map[string]any
+		json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode, m
+	}
+	st, p := do("/v1/actions/preview", `{"name":"workspace_apply_patch","input":{"path":"hello.txt","content":"hello, harness\n"}}`)
+	require.Equal(t, 200, st, "%v", p)
+	st, o := do("/v1/actions/execute/"+p["token"].(string), "")
+	require.Equal(t, 200, st, "%v", o)
+	require.Equal(t, "hello, harness\n", readFile(t, root, "hello.txt"))
+	require.Equal(t, 1, strings.Count(stderr.String(), key), "the key is shown once and never logged")
+}
