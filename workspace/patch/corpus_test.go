@@ -95,6 +95,82 @@ var perturbations = []struct {
 	}},
 }
 
+func init() {
+	byName := map[string]func(string, *rand.Rand) string{}
+	for _, p := range perturbations {
+		byName[p.name] = p.fn
+	}
+	perturbations = append(perturbations,
+		struct {
+			name string
+			fn   func(diff string, rng *rand.Rand) string
+		}{"context-tabs-as-4-spaces", func(d string, _ *rand.Rand) string {
+			return mapLines(d, func(l string) string {
+				if len(l) > 0 && (l[0] == ' ' || l[0] == '-') && !strings.HasPrefix(l, "--- ") {
+					return l[:1] + tabsToSpaces(l[1:])
+				}
+				return l
+			})
+		}},
+		struct {
+			name string
+			fn   func(diff string, rng *rand.Rand) string
+		}{"all-tabs-as-4-spaces", func(d string, _ *rand.Rand) string {
+			return mapLines(d, func(l string) string {
+				if len(l) > 0 && (l[0] == ' ' || l[0] == '-' || l[0] == '+') && !strings.HasPrefix(l, "--- ") && !strings.HasPrefix(l, "+++ ") {
+					return l[:1] + tabsToSpaces(l[1:])
+				}
+				return l
+			})
+		}},
+		struct {
+			name string
+			fn   func(diff string, rng *rand.Rand) string
+		}{"one-context-line-altered", func(d string, rng *rand.Rand) string {
+			// In each hunk, the first context line with text gets a typo.
+			done := false
+			return mapLines(d, func(l string) string {
+				switch {
+				case strings.HasPrefix(l, "@@"):
+					done = false
+				case !done && strings.HasPrefix(l, " ") && len(strings.TrimSpace(l)) > 8:
+					done = true
+					k := len(l) - 1 - rng.IntN(3)
+					return l[:k] + "~" + l[k+1:]
+				}
+				return l
+			})
+		}},
+		struct {
+			name string
+			fn   func(diff string, rng *rand.Rand) string
+		}{"all-at-once", func(d string, rng *rand.Rand) string {
+			return byName["wrong-path-prefixes"](byName["context-trailing-ws-stripped"](byName["shifted-lines"](d, rng), rng), rng)
+		}},
+	)
+}
+
+func tabsToSpaces(body string) string {
+	ws := body[:len(body)-len(strings.TrimLeft(body, "\t"))]
+	return strings.Repeat("    ", len(ws)) + body[len(ws):]
+}
+
+// sameIgnoringIndent compares two files line by line without leading
+// whitespace: for patches whose added lines are indented differently from
+// the file, where only the placement can be right or wrong.
+func sameIgnoringIndent(a, b []byte) bool {
+	la, lb := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
+	if len(la) != len(lb) {
+		return false
+	}
+	for i := range la {
+		if strings.TrimLeft(la[i], " \t") != strings.TrimLeft(lb[i], " \t") {
+			return false
+		}
+	}
+	return true
+}
+
 func mapLines(d string, fn func(string) string) string {
 	lines := strings.Split(d, "\n")
 	for i, l := range lines {
@@ -115,7 +191,7 @@ func corpusFS(cases []corpus.Case) func(string) patch.Kind {
 	return func(name string) patch.Kind { return kinds[name] }
 }
 
-type tally struct{ ok, ambiguous, refused, wrong int }
+type tally struct{ ok, ambiguous, refused, wrong, indentKept int }
 
 func applyCase(c corpus.Case, diff string, stat func(string) patch.Kind, opts patch.Options) (got []byte, err error) {
 	p, err := patch.Parse(diff)
@@ -167,6 +243,9 @@ func TestCorpusGoSource(t *testing.T) {
 			case err != nil:
 				tl.refused++
 				t.Logf("%s %s: refused: %v", v.name, c.Name, err)
+			case strings.HasPrefix(v.name, "all-tabs") && !bytes.Equal(got, c.New) && sameIgnoringIndent(got, c.New):
+				tl.ok++ // the model's own indentation was kept for lines the hunk gave no evidence about
+				tl.indentKept++
 			case !bytes.Equal(got, c.New):
 				tl.wrong++
 				t.Errorf("%s %s: WRONG result", v.name, c.Name)
@@ -176,6 +255,9 @@ func TestCorpusGoSource(t *testing.T) {
 		}
 		rate := float64(tl.ok) / float64(len(cases))
 		line := fmt.Sprintf("%s %d/%d (%.1f%%, ambiguous %d, refused %d, wrong %d)", v.name, tl.ok, len(cases), 100*rate, tl.ambiguous, tl.refused, tl.wrong)
+		if tl.indentKept > 0 {
+			line += fmt.Sprintf(" [%d of them keep the patch's own indentation of added lines]", tl.indentKept)
+		}
 		summary = append(summary, line)
 		t.Logf("corpus %s", line)
 		if rate < 0.95 {
