@@ -24,7 +24,9 @@
 //   - JSON Web Tokens (eyJ….….…), PEM and PGP private key blocks (to the END
 //     line, or to the end of the text when it is missing);
 //   - passwords in URLs (scheme://user:PASSWORD@host), credentials after
-//     "Bearer " and after "Authorization:" (the scheme is kept);
+//     "Bearer " and after "Authorization:" (the scheme is kept), command-line
+//     credentials ("--password x", "--api-key x", "-u user:x", "--user
+//     user:x");
 //   - values assigned to secret-looking names in text: `password=…`,
 //     `"token": "…"`, `apiKey := "…"`, `--password=…`, `Cookie: …`, YAML
 //     lines and block scalars, .env lines, query strings, JSON escaped

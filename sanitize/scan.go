@@ -72,7 +72,7 @@ func init() {
 	trig('p', "y")             // pypi-
 	trig('x', "oa")            // xox?-, xapp-
 	trig('e', "y")             // eyJ (JWT)
-	trig('-', "-")             // -----BEGIN … PRIVATE KEY
+	trig('-', "-u")            // -----BEGIN … PRIVATE KEY, --password x, -u user:pass
 	trig('n', "p")             // npm_
 	trig('h', "fo")            // hf_, hooks.slack.com
 	trig('S', "G")             // SG. (SendGrid)
@@ -222,7 +222,10 @@ func (sc *scanner) matchAt(i int) (start, end int) {
 	case 'e':
 		return sc.jwtAt(i)
 	case '-':
-		return sc.pemAt(i)
+		if a, e := sc.pemAt(i); e > a {
+			return a, e
+		}
+		return sc.flagAt(i)
 	case 'n':
 		if e, ok := sc.prefixed(i, "npm_", clsAlnum, 36); ok {
 			return i, e
@@ -457,6 +460,65 @@ func (sc *scanner) pemAt(i int) (int, int) {
 		return i, tail + close + 5
 	}
 	return i, len(s)
+}
+
+// flagAt matches command-line credentials given as separate arguments:
+// the value after "--password ", "--api-key ", "--token " (any option
+// whose name is secret by sensitiveName; "--name=value" is an assignment),
+// and the password in "-u user:password" and "--user user:password"
+// (curl, wget and friends).
+func (sc *scanner) flagAt(i int) (int, int) {
+	s := sc.s
+	if i > 0 && s[i-1] != ' ' && s[i-1] != '\t' && s[i-1] != '"' && s[i-1] != '\'' {
+		return i, i
+	}
+	n := i + 1
+	for n < len(s) && s[n] == '-' && n < i+2 {
+		n++
+	}
+	ne := n
+	for ne < len(s) && (isAlnum(s[ne]) || s[ne] == '-' || s[ne] == '_') {
+		ne++
+	}
+	if ne >= len(s) || ne == n || (s[ne] != ' ' && s[ne] != '\t') {
+		return i, i
+	}
+	name := s[n:ne]
+	userFlag := name == "u" && n == i+1 || name == "user" && n == i+2
+	if !userFlag && (n != i+2 || !sensitiveName(name)) {
+		return i, i
+	}
+	a := ne
+	for a < len(s) && (s[a] == ' ' || s[a] == '\t') {
+		a++
+	}
+	if a >= len(s) {
+		return i, i
+	}
+	q := s[a]
+	if q == '"' || q == '\'' {
+		a++
+	} else {
+		q = 0
+	}
+	if startsWithMarker(s[a:]) {
+		return i, i // checked before the value is measured, so this costs O(1)
+	}
+	e := a
+	for e < len(s) && s[e] != '\n' && (q != 0 && s[e] != q || q == 0 && s[e] != ' ' && s[e] != '\t' && s[e] != '\r' && s[e] != '"' && s[e] != '\'') {
+		e++
+	}
+	if userFlag {
+		colon := strings.IndexByte(s[a:e], ':')
+		if colon < 0 || startsWithMarker(s[a+colon+1:e]) {
+			return i, i
+		}
+		a += colon + 1
+	}
+	if e <= a {
+		return i, i
+	}
+	return a, sc.widen(a, e)
 }
 
 // bearerAt matches the credential after "Bearer " (any case). To keep
