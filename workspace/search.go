@@ -155,10 +155,16 @@ func parseSearchInput(in map[string]any) (searchInput, error) {
 // every match contains (rg's "inner literal" idea): the buffer is scanned
 // for them with bytes.Index and the regexp runs only on lines that hold
 // one, which avoids running Go's NFA over whole files.
+//
+// fold, when set, is a lower-case ASCII fragment of a case-insensitive
+// literal query: req then holds the two cases of its least common byte,
+// and a candidate is a place where the fragment occurs in any case.
 type matcher struct {
-	lit []byte
-	re  *regexp.Regexp
-	req [][]byte
+	lit    []byte
+	re     *regexp.Regexp
+	req    [][]byte
+	fold   []byte
+	foldAt int // index in fold of the byte req looks for
 }
 
 // newMatcher compiles the query. A regexp is rewritten so that it can
@@ -188,7 +194,85 @@ func newMatcher(query string, isRegex, fold bool) (*matcher, error) {
 	if err != nil {
 		return nil, action.Errorf(action.CodeInvalidInput, "regex: %v", err)
 	}
+	if fold && !isRegex {
+		if frag := foldFragment(query); frag != nil {
+			k := rarestByte(frag)
+			c := frag[k]
+			req := [][]byte{{c}}
+			if c >= 'a' && c <= 'z' {
+				req = append(req, []byte{c - 'a' + 'A'})
+			}
+			return &matcher{re: re, req: req, fold: frag, foldAt: k}, nil
+		}
+	}
 	return &matcher{re: re, req: requiredLiterals(tree)}, nil
+}
+
+// foldFragment returns the longest part of an ASCII query that ASCII case
+// folding finds exactly as Unicode case folding does, lower-cased, or nil.
+// Only "k" and "s" have non-ASCII fold partners (KELVIN SIGN, LONG S), so
+// the fragment avoids them; a non-ASCII query gets no fragment.
+func foldFragment(q string) []byte {
+	best, start := "", 0
+	for i := 0; i <= len(q); i++ {
+		if i < len(q) {
+			c := q[i]
+			if c >= utf8.RuneSelf {
+				return nil
+			}
+			if c != 'k' && c != 'K' && c != 's' && c != 'S' {
+				continue
+			}
+		}
+		if i-start > len(best) {
+			best = q[start:i]
+		}
+		start = i + 1
+	}
+	if best == "" {
+		return nil
+	}
+	return bytes.ToLower([]byte(best))
+}
+
+// letterFrequency lists lower-case letters from the most to the least
+// common in source code and prose, to pick a rare byte to scan for.
+const letterFrequency = "etaoinsrhldcumfpgwybvkxjqz"
+
+// rarestByte returns the index of the byte of frag least likely to occur
+// in text: a letter late in letterFrequency, else any non-letter.
+func rarestByte(frag []byte) int {
+	best, bestScore := 0, -1
+	for i, c := range frag {
+		score := 13 // digits and punctuation: about as rare as a mid letter
+		if j := strings.IndexByte(letterFrequency, c); j >= 0 {
+			score = j
+		} else if c == ' ' {
+			score = -1
+		}
+		if score > bestScore {
+			best, bestScore = i, score
+		}
+	}
+	return best
+}
+
+// hasFoldAt reports whether buf holds the lower-case ASCII fragment frag
+// at i, in any mix of cases.
+func hasFoldAt(buf []byte, i int, frag []byte) bool {
+	if i+len(frag) > len(buf) {
+		return false
+	}
+	for j, c := range frag {
+		b := buf[i+j]
+		if b >= 'A' && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		if b != c {
+			return false
+		}
+	}
+	return true
 }
 
 // lineLocal rewrites t in place so that it matches within one line:
@@ -346,6 +430,10 @@ func (m *matcher) next(buf []byte, from int, cur litCursor) (int, bool) {
 		cand := m.nextCandidate(buf, from, cur)
 		if cand < 0 {
 			return 0, false
+		}
+		if m.fold != nil && (cand < m.foldAt || !hasFoldAt(buf, cand-m.foldAt, m.fold)) {
+			from = cand + 1
+			continue
 		}
 		ls, le := lineBounds(buf, cand)
 		if loc := m.re.FindIndex(buf[ls:le]); loc != nil {

@@ -281,6 +281,8 @@ func FuzzSearchLines(f *testing.F) {
 	f.Add("[^a]b", "ab\n\nb\ncb\n", true, false)
 	f.Add("\\Ay.*z\\z", "yz\ny\nz\nyaz", true, false)
 	f.Add("x*", "\n\nx\n", true, false)
+	f.Add("kelvin", "\u212aELVIN\nkElViN\n", false, true)
+	f.Add("Hello", "xhELLO\nhel\nHELL\n", false, true)
 	f.Fuzz(func(t *testing.T, pattern, text string, isRegex, fold bool) {
 		if pattern == "" || len(pattern) > 64 || len(text) > 4096 {
 			return
@@ -393,5 +395,30 @@ func TestSearchReleasesHandles(t *testing.T) {
 	}
 	if after := openFDs(); after > before+2 {
 		t.Fatalf("open descriptors grew from %d to %d", before, after)
+	}
+}
+
+func TestSearchTextCaseInsensitiveLiteral(t *testing.T) {
+	f := newFixture(t, DefaultOptions(), map[string]string{
+		"a.txt": "Hello World\nhELLo\nhell o\n\u212Aelvin scale\nKELVIN\nclass ſtruct\n",
+	})
+	cases := []struct {
+		query string
+		want  []string
+	}{
+		{"hello", []string{"a.txt:1:1", "a.txt:2:1"}},
+		{"HELLO WORLD", []string{"a.txt:1:1"}},
+		{"kelvin", []string{"a.txt:4:1", "a.txt:5:1"}}, // KELVIN SIGN folds to k
+		{"struct", []string{"a.txt:6:7"}},              // LONG S folds to s
+		{"sk", nil},
+		{"o w", []string{"a.txt:1:5"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.query, func(t *testing.T) {
+			out := f.mustRun(t, "workspace_search_text", map[string]any{"query": tc.query, "case_insensitive": true})
+			if got := matchKeys(out); !slices.Equal(got, tc.want) {
+				t.Fatalf("matches = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
