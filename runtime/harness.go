@@ -319,7 +319,7 @@ func summarize(s Sanitizer, o *action.Observation) *ahp.ObservationSummary {
 	if len(o.Payload) > 0 {
 		keys := make([]string, 0, len(o.Payload))
 		for k := range o.Payload {
-			keys = append(keys, k)
+			keys = append(keys, s.String(k)) // a runtime may key a payload by data
 		}
 		sort.Strings(keys)
 		sum.PayloadKeys = keys
