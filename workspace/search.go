@@ -500,7 +500,7 @@ type search struct {
 
 	filesSearched atomic.Int64
 	filesCapped   atomic.Bool  // the walk stopped at maxFiles or skipped too-deep directories
-	total         atomic.Int64 // files queued by a walk that ran to its end, else -1
+	total         atomic.Int64 // batches queued by a walk that ran to its end, else -1
 	matches       []match
 	truncated     bool
 }
@@ -541,56 +541,37 @@ func (s *search) run(rel string) error {
 	if err != nil {
 		return fsError(rel, err)
 	}
+	if !fi.IsDir() {
+		return s.scanOne(rel)
+	}
 	s.dev, s.hasDev = deviceOf(fi)
+	dir, err := s.w.root.OpenRoot(rel)
+	if err != nil {
+		return fsError(rel, err)
+	}
+	if name := pseudoFSOfRoot(dir); name != "" {
+		dir.Close()
+		return action.Errorf(action.CodeInvalidInput, "path %s is on the %s pseudo file system, which is never served", quote(rel), name)
+	}
+	ignores := s.ancestorIgnores(rel)
 
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
-
 	workers := max(1, runtime.GOMAXPROCS(0))
 	jobs := make(chan searchJob, 4*workers)
 	results := make(chan searchResult, 4*workers)
 	s.total.Store(-1)
 
-	if fi.IsDir() {
-		dir, err := s.w.root.OpenRoot(rel)
-		if err != nil {
-			return fsError(rel, err)
+	go func() {
+		defer close(jobs)
+		ws := &walkState{jobs: jobs}
+		if !s.walk(ctx, dir, rel, 0, ignores, ws) {
+			s.total.Store(int64(ws.seq))
 		}
-		if name := pseudoFSOfRoot(dir); name != "" {
-			dir.Close()
-			return action.Errorf(action.CodeInvalidInput, "path %s is on the %s pseudo file system, which is never served", quote(rel), name)
+		if ws.batch.dir != nil { // a batch left unsent by a cut walk
+			ws.batch.dir.release()
 		}
-		ignores := s.ancestorIgnores(rel)
-		go func() {
-			defer close(jobs)
-			ws := &walkState{jobs: jobs}
-			if !s.walk(ctx, dir, rel, 0, ignores, ws) {
-				s.total.Store(int64(ws.seq))
-			}
-			if ws.batch.dir != nil { // a batch left unsent by a cut walk
-				ws.batch.dir.release()
-			}
-		}()
-	} else {
-		// One named file: checked like a read (symlinks followed only
-		// inside the root, special files refused), then scanned from a
-		// handle on its parent directory like any walked file.
-		f, _, err := s.w.openFile(rel)
-		if err != nil {
-			return err
-		}
-		f.Close()
-		parent, name := splitParent(rel)
-		dir, err := s.w.root.OpenRoot(parent)
-		if err != nil {
-			return fsError(rel, err)
-		}
-		h := &dirHandle{root: dir}
-		h.refs.Store(1)
-		jobs <- searchJob{seq: 0, dir: h, names: []string{name}, rels: []string{rel}}
-		close(jobs)
-		s.total.Store(1)
-	}
+	}()
 
 	var wg sync.WaitGroup
 	for range workers {
@@ -669,6 +650,32 @@ func (s *search) run(rel string) error {
 	return nil
 }
 
+// scanOne searches the single file rel, opened like a read: symlinks are
+// followed only inside the root and special files are refused.
+func (s *search) scanOne(rel string) error {
+	f, fi, err := s.w.openFile(rel)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	sc := newScanner(s.m, s.maxResults+1)
+	ms, binary, err := sc.scan(s.ctx, f, fi.Size(), rel)
+	if err != nil {
+		if s.ctx.Err() != nil {
+			return action.Errorf(action.CodeTimeout, "search interrupted: %v", err)
+		}
+		return fsError(rel, err)
+	}
+	if !binary {
+		s.filesSearched.Add(1)
+	}
+	if len(ms) > s.maxResults {
+		ms, s.truncated = ms[:s.maxResults], true
+	}
+	s.matches = ms
+	return nil
+}
+
 // ancestorIgnores loads the .gitignore files of every directory from the
 // root down to rel's parent, so that a search of a sub-directory honours
 // the same rules as a search from the root.
@@ -706,13 +713,6 @@ func readIgnoreFile(root *os.Root, base, name string) *ignoreFile {
 	return parseGitignore(base, data)
 }
 
-func splitParent(rel string) (string, string) {
-	i := strings.LastIndexByte(rel, '/')
-	if i < 0 {
-		return ".", rel
-	}
-	return rel[:i], rel[i+1:]
-}
 
 // walkState is the walker's running state: the batch being filled, the
 // next batch number and the number of files queued.

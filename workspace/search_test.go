@@ -422,3 +422,38 @@ func TestSearchTextCaseInsensitiveLiteral(t *testing.T) {
 		})
 	}
 }
+
+func TestSearchTextNamedFile(t *testing.T) {
+	f := newFixture(t, DefaultOptions(), map[string]string{
+		"a.txt":     "one needle\ntwo needle\nthree needle\n",
+		"sub/x.txt": "x\n",
+		"bin":       "needle\x00\n",
+	})
+	if err := os.Symlink("../a.txt", filepath.Join(f.root, "sub", "up")); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name      string
+		in        map[string]any
+		want      []string
+		searched  int64
+		truncated bool
+	}{
+		{"plain file", map[string]any{"query": "needle", "path": "a.txt"}, []string{"a.txt:1:5", "a.txt:2:5", "a.txt:3:7"}, 1, false},
+		{"symlink to a file elsewhere in the root", map[string]any{"query": "needle", "path": "sub/up"}, []string{"sub/up:1:5", "sub/up:2:5", "sub/up:3:7"}, 1, false},
+		{"max results", map[string]any{"query": "needle", "path": "a.txt", "max_results": 2}, []string{"a.txt:1:5", "a.txt:2:5"}, 1, true},
+		{"max results equal to count", map[string]any{"query": "needle", "path": "a.txt", "max_results": 3}, []string{"a.txt:1:5", "a.txt:2:5", "a.txt:3:7"}, 1, false},
+		{"binary file", map[string]any{"query": "needle", "path": "bin"}, nil, 0, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out := f.mustRun(t, "workspace_search_text", tc.in)
+			if got := matchKeys(out); !slices.Equal(got, tc.want) {
+				t.Fatalf("matches = %q, want %q", got, tc.want)
+			}
+			if out["files_searched"] != tc.searched || out["truncated"] != tc.truncated {
+				t.Fatalf("files_searched %v truncated %v, want %v %v", out["files_searched"], out["truncated"], tc.searched, tc.truncated)
+			}
+		})
+	}
+}
