@@ -154,6 +154,9 @@ func TestApplyPatch(t *testing.T) {
 		{name: "unified-with-path-bare-hunk", files: map[string]string{"main.go": mainGo},
 			in:   map[string]any{"path": "main.go", "patch": "@@ -4 +4 @@\n-\tprintln(\"hi\")\n+\tprintln(\"bye\")\n"},
 			want: map[string]string{"main.go": strings.Replace(mainGo, "hi", "bye", 1)}, ops: []string{"modify"}},
+		{name: "path-with-creating-patch", files: map[string]string{},
+			in:   map[string]any{"path": "new.txt", "patch": "--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+hi\n"},
+			want: map[string]string{"new.txt": "hi\n"}, ops: []string{"create"}},
 		{name: "patch-crlf-file-lf-patch", files: map[string]string{"a.txt": crlf},
 			in:   map[string]any{"patch": "--- a/a.txt\n+++ b/a.txt\n@@ -1,3 +1,4 @@\n one\n-two\n+2\n+2.5\n three\n"},
 			want: map[string]string{"a.txt": "one\r\n2\r\n2.5\r\nthree\r\n"}, ops: []string{"modify"}},
@@ -432,5 +435,30 @@ func TestPatchPlanSameChange(t *testing.T) {
 	must(t, err)
 	if p1.SameChange(p3) {
 		t.Fatal("a plan made after the file changed is the same change")
+	}
+}
+
+// TestApplyPatchConcurrent: patches to one file applied at once from many
+// goroutines all land; none is lost to another's write.
+func TestApplyPatchConcurrent(t *testing.T) {
+	var lines []string
+	for i := 0; i < 12; i++ {
+		lines = append(lines, "line "+string(rune('a'+i)))
+	}
+	w, dir := patchRoot(t, map[string]string{"f.txt": strings.Join(lines, "\n") + "\n"}, true)
+	errs := make(chan error, len(lines))
+	for i := range lines {
+		go func() {
+			p := "--- a/f.txt\n+++ b/f.txt\n@@ @@\n-" + lines[i] + "\n+" + strings.ToUpper(lines[i]) + "\n"
+			_, err := run(w, "workspace_apply_patch", map[string]any{"patch": p})
+			errs <- err
+		}()
+	}
+	for range lines {
+		must(t, <-errs)
+	}
+	got := snapshot(t, dir)["f.txt"]
+	if want := strings.ToUpper(strings.Join(lines, "\n")) + "\n"; got != want {
+		t.Fatalf("f.txt = %q, want %q", got, want)
 	}
 }

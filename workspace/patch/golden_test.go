@@ -386,6 +386,10 @@ new mode 100755
 			patch: "--- a/gen.go\n+++ b/gen.go\n" + genHunk(genLine(12))},
 		{name: "repetitive-shifted-one-period", files: tree{"gen.go": gen(30)}, wantErr: patch.ErrAmbiguous,
 			patch: "--- a/gen.go\n+++ b/gen.go\n" + genHunk(genLine(12)+9)},
+		// Why TrustLineNumbers is off by default: numbers one period late
+		// land on the wrong block, as with GNU patch.
+		{name: "repetitive-shifted-one-period-trusted-edits-wrong-block", files: tree{"gen.go": gen(30)}, opts: patch.Options{TrustLineNumbers: true}, wantStage: patch.StageExact,
+			patch: "--- a/gen.go\n+++ b/gen.go\n" + genHunk(genLine(12)+9)},
 		{name: "repetitive-shifted-off-period", files: tree{"gen.go": gen(30)}, wantErr: patch.ErrAmbiguous,
 			patch: "--- a/gen.go\n+++ b/gen.go\n" + genHunk(genLine(12)+4)},
 		{name: "repetitive-corroborated-by-unique-hunk", files: tree{"gen.go": gen(30)}, wantStage: patch.StageOffset,
