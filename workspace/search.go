@@ -713,7 +713,6 @@ func readIgnoreFile(root *os.Root, base, name string) *ignoreFile {
 	return parseGitignore(base, data)
 }
 
-
 // walkState is the walker's running state: the batch being filled, the
 // next batch number and the number of files queued.
 type walkState struct {
