@@ -232,6 +232,9 @@ type HunkError struct {
 	Detail     string
 }
 
+// Error says which hunk failed and why, in words a model can act on: the
+// places of an ambiguous match, or the closest place and its first
+// differing line.
 func (e *HunkError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "hunk %d (%s)", e.Hunk, strings.TrimSpace(e.Header))
