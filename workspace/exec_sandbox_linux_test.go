@@ -228,3 +228,47 @@ func TestSandboxRefusesDeviceNodes(t *testing.T) {
 		t.Errorf("stderr: %q", out["stderr"])
 	}
 }
+
+// TestSandboxDeniesUnixSockets: a command cannot reach a Unix socket
+// outside the root (Landlock ABI 9+ rules, seccomp before that).
+func TestSandboxDeniesUnixSockets(t *testing.T) {
+	requireLandlock(t)
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("no /usr/bin/python3 to open a socket with")
+	}
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not installed")
+	}
+	for _, tt := range []struct {
+		mode      string
+		connected bool
+	}{{SandboxRequired, false}, {SandboxOff, true}} {
+		t.Run(tt.mode, func(t *testing.T) {
+			e := newShEnv(t, tt.mode, nil, nil)
+			sock := filepath.Join(e.outside, "service.sock")
+			ln, err := net.Listen("unix", sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					c.Close()
+				}
+			}()
+			recipe := "all:\n\t@/usr/bin/python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('" +
+				sock + "'); print('connected')\"\n"
+			if err := os.WriteFile(filepath.Join(e.root, "Makefile"), []byte(recipe), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out := e.mustRun(t, "make")
+			if got := strings.Contains(out["stdout"].(string), "connected"); got != tt.connected {
+				t.Fatalf("connected = %v, want %v: %v", got, tt.connected, out)
+			}
+		})
+	}
+}

@@ -136,7 +136,8 @@ func TestGitHostileConfigRunsNothing(t *testing.T) {
 
 // TestGitHostileFilterProcessFailsClosed: a long-running filter process
 // cannot be switched off by configuration, only replaced; Harness replaces
-// it with "false", so git fails with an error instead of running it.
+// it with "false", so git reports an error (and may fail) instead of
+// running it.
 func TestGitHostileFilterProcessFailsClosed(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
@@ -148,8 +149,8 @@ func TestGitHostileFilterProcessFailsClosed(t *testing.T) {
 		if ents, _ := os.ReadDir(markers); len(ents) > 0 {
 			t.Fatalf("%s: repository configuration ran %s", c, ents[0].Name())
 		}
-		if c == "git diff" && (out["exit_code"] == 0 || out["stderr"] == "") {
-			t.Fatalf("%s: want git to fail on the disarmed filter, got %v", c, out)
+		if c == "git diff" && out["stderr"] == "" {
+			t.Fatalf("%s: want git to report the disarmed filter, got %v", c, out)
 		}
 	}
 }

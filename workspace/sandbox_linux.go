@@ -102,6 +102,12 @@ func restrictSelf(p sandboxPolicy) error {
 	if err := llsys.LandlockRestrictSelf(fd, 0); err != nil {
 		return fmt.Errorf("landlock_restrict_self: %w", err)
 	}
+	if p.NoNet && abi < 9 {
+		// Landlock only governs Unix socket connects from ABI 9 on.
+		if err := denyUnixSockets(); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
