@@ -52,6 +52,8 @@ type Server struct {
 	log       *slog.Logger
 	principal string
 	key       []byte
+	flow      TrustFlow
+	pending   pendingTokens
 }
 
 // ServerOption configures NewServer.

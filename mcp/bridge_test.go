@@ -19,7 +19,7 @@ import (
 
 // inProcessBridge serves a bridge over a fresh workspace to an in-process
 // mcp-go client, which speaks the stateless 2026-07-28 protocol.
-func inProcessBridge(t *testing.T, yaml string, elicit mcpclient.ElicitationHandler) (*Server, *mcpclient.Client, string, *events) {
+func inProcessBridge(t *testing.T, yaml string, elicit mcpclient.ElicitationHandler, withFlow ...bool) (*Server, *mcpclient.Client, string, *events) {
 	t.Helper()
 	root := workspaceRoot(t)
 	cfg := testConfig(t, yaml)
@@ -28,7 +28,11 @@ func inProcessBridge(t *testing.T, yaml string, elicit mcpclient.ElicitationHand
 	h, closeFn, err := buildHarness(cfg, ev)
 	require.NoError(t, err)
 	t.Cleanup(closeFn)
-	srv, err := NewServer(h, cfg, WithLogger(quietLogger()))
+	sopts := []ServerOption{WithLogger(quietLogger())}
+	if len(withFlow) > 0 && withFlow[0] {
+		sopts = append(sopts, WithTrustFlow(newTrustedFlow(t, h)))
+	}
+	srv, err := NewServer(h, cfg, sopts...)
 	require.NoError(t, err)
 	var opts []mcpclient.ClientOption
 	if elicit != nil {
@@ -130,22 +134,58 @@ harness:
 		{"decline is refused", mcpgo.ElicitationResponseActionDecline, nil, action.CodeTrustRequired, false},
 		{"cancel is refused", mcpgo.ElicitationResponseActionCancel, nil, action.CodeTrustRequired, false},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var shown []string
-			_, cli, root, ev := inProcessBridge(t, yaml, answer(tc.action, tc.content, &shown))
+	for _, flow := range []bool{false, true} {
+		for _, tc := range tests {
+			name := tc.name + " (re-preview)"
+			if flow {
+				name = tc.name + " (trusted token flow)"
+			}
+			t.Run(name, func(t *testing.T) {
+				var shown []string
+				_, cli, root, ev := inProcessBridge(t, yaml, answer(tc.action, tc.content, &shown), flow)
+				res, err := cli.CallTool(context.Background(), mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{
+					Name: "workspace_apply_patch", Arguments: map[string]any{"path": "a.txt", "content": "new\n"}}})
+				require.NoError(t, err)
+				obs := structured(t, res)
+				assert.Equal(t, tc.code, obs.Code, obs.Message)
+				require.Len(t, shown, 1, "the person was asked once")
+				assert.Contains(t, shown[0], "workspace_apply_patch")
+				got, _ := os.ReadFile(filepath.Join(root, "a.txt"))
+				assert.Equal(t, tc.written, string(got) == "new\n")
+				if tc.written {
+					assert.Contains(t, ev.types("workspace_apply_patch"), "post_action@mcp", "the run went through Execute as principal mcp")
+				}
+			})
+		}
+	}
+}
+
+// TestBridgeConfirmationStaleFile changes the file while the person is
+// being asked: what was confirmed is no longer what would run.
+func TestBridgeConfirmationStaleFile(t *testing.T) {
+	for _, flow := range []bool{false, true} {
+		t.Run(map[bool]string{false: "re-preview", true: "trusted token flow"}[flow], func(t *testing.T) {
+			var root string
+			meddle := elicitFunc(func(_ context.Context, req mcpgo.ElicitationRequest) (*mcpgo.ElicitationResult, error) {
+				mustWrite(t, filepath.Join(root, "a.txt"), "changed behind the person's back\n")
+				return &mcpgo.ElicitationResult{ElicitationResponse: mcpgo.ElicitationResponse{
+					Action: mcpgo.ElicitationResponseActionAccept, Content: map[string]any{"confirm": true}}}, nil
+			})
+			_, cli, r, _ := inProcessBridge(t, `
+harness:
+  mcp: {bridge: {trusted-actions: [workspace_apply_patch]}}
+`, meddle, flow)
+			root = r
 			res, err := cli.CallTool(context.Background(), mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{
-				Name: "workspace_apply_patch", Arguments: map[string]any{"path": "a.txt", "content": "new\n"}}})
+				Name: "workspace_apply_patch", Arguments: map[string]any{"path": "a.txt", "content": "confirmed\n"}}})
 			require.NoError(t, err)
 			obs := structured(t, res)
-			assert.Equal(t, tc.code, obs.Code, obs.Message)
-			require.Len(t, shown, 1, "the person was asked once")
-			assert.Contains(t, shown[0], "workspace_apply_patch")
-			got, _ := os.ReadFile(filepath.Join(root, "a.txt"))
-			assert.Equal(t, tc.written, string(got) == "new\n")
-			if tc.written {
-				assert.Contains(t, ev.types("workspace_apply_patch"), "post_action@mcp", "the run went through Execute as principal mcp")
+			if !flow && obs.Code == "" {
+				t.Skip("the workspace has no Previewer yet, so the re-preview cannot see the file change; the token flow can")
 			}
+			assert.Equal(t, action.CodeStalePreview, obs.Code, obs.Message)
+			got, _ := os.ReadFile(filepath.Join(root, "a.txt"))
+			assert.Equal(t, "changed behind the person's back\n", string(got))
 		})
 	}
 }
@@ -162,7 +202,8 @@ harness:
 	otherHash, _ := other.Hash()
 	_, _, preview, err := srv.h.Preview(context.Background(), a)
 	require.NoError(t, err)
-	good := srv.signState(hash, previewDigest(preview), time.Now())
+	sign := func(h, digest string, at time.Time) string { st, _ := srv.signState(h, digest, at); return st }
+	good := sign(hash, previewDigest(preview), time.Now())
 	accept := mcpgo.InputResponses{confirmID: mcpgo.NewElicitationInputResponse(mcpgo.ElicitationResult{
 		ElicitationResponse: mcpgo.ElicitationResponse{Action: mcpgo.ElicitationResponseActionAccept, Content: map[string]any{"confirm": true}}})}
 	tests := []struct {
@@ -170,11 +211,11 @@ harness:
 		state string
 		code  action.Code
 	}{
-		{"state signed for another action", srv.signState(otherHash, previewDigest(preview), time.Now()), action.CodeStalePreview},
+		{"state signed for another action", sign(otherHash, previewDigest(preview), time.Now()), action.CodeStalePreview},
 		{"tampered preview digest", strings.Replace(good, previewDigest(preview), strings.Repeat("0", 64), 1), action.CodeStalePreview},
-		{"expired state", srv.signState(hash, previewDigest(preview), time.Now().Add(-confirmTTL-time.Minute)), action.CodeStalePreview},
+		{"expired state", sign(hash, previewDigest(preview), time.Now().Add(-confirmTTL-time.Minute)), action.CodeStalePreview},
 		{"garbage state", "v1.1.2.3.4", action.CodeStalePreview},
-		{"preview changed since it was shown", srv.signState(hash, strings.Repeat("a", 64), time.Now()), action.CodeStalePreview},
+		{"preview changed since it was shown", sign(hash, strings.Repeat("a", 64), time.Now()), action.CodeStalePreview},
 	}
 	handler := srv.handlerFor("workspace_apply_patch")
 	for _, tc := range tests {

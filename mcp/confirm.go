@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -28,6 +29,61 @@ const (
 
 	defaultReadHeaderTimeout = 10 * time.Second
 )
+
+// TrustFlow is the preview -> one-time token -> execute flow of SPEC
+// section 1 (package trusted's Service, through an adapter that names the
+// principal). With one, a confirmed action runs from its token: exactly
+// the action previewed, and refused with stale_preview when a file it
+// touches changed since the preview. Without one, the bridge re-previews
+// the action at confirmation and runs it only when the preview is
+// unchanged, which leaves a short window between that check and the run.
+type TrustFlow interface {
+	// Preview refuses with an *action.Error carrying the guard's code, or
+	// returns what the action would do and a token that Execute redeems
+	// once.
+	Preview(ctx context.Context, a action.Action) (preview map[string]any, token string, err error)
+	// Execute redeems a token and runs its action with trust.
+	Execute(ctx context.Context, token string) (action.Observation, error)
+}
+
+// WithTrustFlow makes confirmed actions run through f.
+func WithTrustFlow(f TrustFlow) ServerOption { return func(s *Server) { s.flow = f } }
+
+// pendingTokens keeps the tokens of previews waiting for the person's
+// answer, by the nonce of their request state: a token never leaves the
+// process, even with clients that echo the request state.
+type pendingTokens struct {
+	mu sync.Mutex
+	m  map[string]pendingToken
+}
+
+type pendingToken struct {
+	token string
+	at    time.Time
+}
+
+func (p *pendingTokens) put(nonce, token string, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[string]pendingToken{}
+	}
+	for n, t := range p.m { // forget the ones nobody answered
+		if now.Sub(t.at) > confirmTTL {
+			delete(p.m, n)
+		}
+	}
+	p.m[nonce] = pendingToken{token: token, at: now}
+}
+
+// take returns and forgets the token stored under nonce.
+func (p *pendingTokens) take(nonce string) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t, ok := p.m[nonce]
+	delete(p.m, nonce)
+	return t.token, ok
+}
 
 // confirmAndRun runs a trusted action listed in
 // harness.mcp.bridge.trusted-actions: the first round asks the person,
@@ -48,10 +104,18 @@ func (s *Server) confirmAndRun(ctx context.Context, req mcpgo.CallToolRequest, a
 	if err != nil {
 		return toolResult(s.blocked(a, policy.Decision{Code: action.CodeInvalidInput, Message: err.Error()})), nil
 	}
-	shownPreview, ok := s.verifyState(req.Params.RequestState, hash, time.Now())
+	nonce, shownPreview, ok := s.verifyState(req.Params.RequestState, hash, time.Now())
 	if !ok {
 		return toolResult(s.blocked(a, policy.Decision{Code: action.CodeStalePreview,
 			Message: "the confirmation does not match this action or has expired; call the tool again to see a new preview"})), nil
+	}
+	var token string
+	if s.flow != nil {
+		var ok bool
+		if token, ok = s.pending.take(nonce); !ok {
+			return toolResult(s.blocked(a, policy.Decision{Code: action.CodeStalePreview,
+				Message: "this confirmation was already used or has expired; call the tool again to see a new preview"})), nil
+		}
 	}
 	answer := mcpserver.ElicitationResponse(req.Params.InputResponses, confirmID)
 	if answer == nil || answer.Action != mcpgo.ElicitationResponseActionAccept || !confirmedIn(answer.Content) {
@@ -61,6 +125,13 @@ func (s *Server) confirmAndRun(ctx context.Context, req mcpgo.CallToolRequest, a
 		}
 		return toolResult(s.blocked(a, policy.Decision{Code: action.CodeTrustRequired,
 			Message: fmt.Sprintf("%s was not run: the person %s the confirmation", a.Name, how)})), nil
+	}
+	if s.flow != nil {
+		obs, err := s.flow.Execute(ctx, token)
+		if err != nil {
+			return toolResult(flowRefusal(a, err)), nil
+		}
+		return toolResult(obs), nil
 	}
 	d, _, preview, err := s.h.Preview(ctx, a)
 	switch {
@@ -77,6 +148,25 @@ func (s *Server) confirmAndRun(ctx context.Context, req mcpgo.CallToolRequest, a
 	return toolResult(s.h.Execute(ctx, a)), nil
 }
 
+// flowRefusal is the observation of a TrustFlow error: a refusal by the
+// guard or the workspace's rules is blocked, anything else an error.
+func flowRefusal(a action.Action, err error) action.Observation {
+	code := action.CodeOf(err)
+	obs := action.Observation{Action: a.Name, Source: action.SourceHarness, Status: action.StatusError, Code: code, Message: action.MessageOf(err)}
+	switch code {
+	case action.CodeUnknownAction, action.CodeActionDisabled, action.CodeTenantNotAllowed, action.CodeInvalidInput,
+		action.CodeTrustedRuntimeDisabled, action.CodeTrustRequired, action.CodeHarnessBlocked, action.CodeBudgetExhausted,
+		action.CodeRepeatedAction, action.CodeCommandNotAllowed:
+		obs.Source, obs.Status = action.SourcePolicy, action.StatusBlocked
+	case action.CodePathOutsideRoot, action.CodeArgumentNotAllowed, action.CodeWriteDisabled, action.CodeShellDisabled, action.CodeStalePreview, action.CodeNotFound:
+		obs.Status = action.StatusBlocked
+	}
+	if code == action.CodeNotFound {
+		obs.Code, obs.Message = action.CodeStalePreview, "the confirmation expired or was already used; call the tool again to see a new preview"
+	}
+	return obs
+}
+
 // askConfirmation previews the action and asks the person to confirm it.
 func (s *Server) askConfirmation(ctx context.Context, a action.Action) (*mcpgo.CallToolResult, error) {
 	if !clientCanElicit(ctx) {
@@ -87,18 +177,36 @@ func (s *Server) askConfirmation(ctx context.Context, a action.Action) (*mcpgo.C
 		}
 		return toolResult(obs), nil
 	}
-	d, sc, preview, err := s.h.Preview(ctx, a)
-	switch {
-	case !d.Allowed():
-		return toolResult(s.blocked(a, d)), nil
-	case err != nil:
-		return toolResult(errorObservation(a, err)), nil
+	sc, _ := s.h.Registry().Lookup(a.Name)
+	var preview map[string]any
+	var token string
+	if s.flow != nil {
+		var err error
+		if preview, token, err = s.flow.Preview(ctx, a); err != nil {
+			return toolResult(flowRefusal(a, err)), nil
+		}
+	} else {
+		d, _, pv, err := s.h.Preview(ctx, a)
+		switch {
+		case !d.Allowed():
+			return toolResult(s.blocked(a, d)), nil
+		case err != nil:
+			return toolResult(errorObservation(a, err)), nil
+		}
+		preview = pv
+	}
+	if preview == nil {
+		preview = map[string]any{}
 	}
 	hash, herr := a.Hash()
 	if herr != nil {
 		return toolResult(s.blocked(a, policy.Decision{Code: action.CodeInvalidInput, Message: herr.Error()})), nil
 	}
-	state := s.signState(hash, previewDigest(preview), time.Now())
+	now := time.Now()
+	state, nonce := s.signState(hash, previewDigest(preview), now)
+	if token != "" {
+		s.pending.put(nonce, token, now)
+	}
 	risk := "read"
 	if sc != nil {
 		risk = string(sc.Risk)
@@ -148,37 +256,38 @@ func previewDigest(p map[string]any) string {
 
 // signState binds an action hash and a preview digest to a time:
 // "v1.<unix>.<nonce>.<preview digest>.<hmac>".
-func (s *Server) signState(actionHash, preview string, now time.Time) string {
-	var nonce [8]byte
-	_, _ = rand.Read(nonce[:])
-	head := "v1." + strconv.FormatInt(now.Unix(), 10) + "." + hex.EncodeToString(nonce[:]) + "." + preview
-	return head + "." + s.mac(head, actionHash)
+func (s *Server) signState(actionHash, preview string, now time.Time) (state, nonce string) {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	nonce = hex.EncodeToString(b[:])
+	head := "v1." + strconv.FormatInt(now.Unix(), 10) + "." + nonce + "." + preview
+	return head + "." + s.mac(head, actionHash), nonce
 }
 
-// verifyState returns the preview digest of a state signed for actionHash
-// that has not expired.
-func (s *Server) verifyState(state, actionHash string, now time.Time) (string, bool) {
+// verifyState returns the nonce and preview digest of a state signed for
+// actionHash that has not expired.
+func (s *Server) verifyState(state, actionHash string, now time.Time) (nonce, digest string, ok bool) {
 	i := strings.LastIndexByte(state, '.')
 	if i < 0 {
-		return "", false
+		return "", "", false
 	}
 	head, sig := state[:i], state[i+1:]
 	if !hmac.Equal([]byte(sig), []byte(s.mac(head, actionHash))) {
-		return "", false
+		return "", "", false
 	}
 	parts := strings.Split(head, ".")
 	if len(parts) != 4 || parts[0] != "v1" {
-		return "", false
+		return "", "", false
 	}
 	unix, err := strconv.ParseInt(parts[1], 10, 64)
 	if err != nil {
-		return "", false
+		return "", "", false
 	}
 	at := time.Unix(unix, 0)
 	if now.Before(at.Add(-time.Minute)) || now.After(at.Add(confirmTTL)) {
-		return "", false
+		return "", "", false
 	}
-	return parts[3], true
+	return parts[2], parts[3], true
 }
 
 func (s *Server) mac(head, actionHash string) string {

@@ -103,7 +103,9 @@ func bridgePeers(t *testing.T, root, yaml string) map[string]map[string]any {
 	h, closeFn, err := buildHarness(cfg, nil)
 	require.NoError(t, err)
 	t.Cleanup(closeFn)
-	srv, err := NewServer(h, cfg, WithLogger(quietLogger()))
+	// Over HTTP confirmed actions run through the trusted token flow, as in
+	// harness mcp; the stdio peer (the test binary) re-previews instead.
+	srv, err := NewServer(h, cfg, WithLogger(quietLogger()), WithTrustFlow(newTrustedFlow(t, h)))
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

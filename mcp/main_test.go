@@ -20,6 +20,8 @@ import (
 	"github.com/harness-runtime/harness/ahp"
 	"github.com/harness-runtime/harness/policy"
 	"github.com/harness-runtime/harness/runtime"
+	"github.com/harness-runtime/harness/trusted"
+	"github.com/harness-runtime/harness/workspace"
 )
 
 // The test binary doubles as the MCP peers the tests need: with
@@ -163,7 +165,40 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 var (
 	mountedMu      sync.Mutex
 	mountedClients = map[*runtime.Harness]*Client{}
+	// harnessWorkspaces holds the workspace of each Harness buildHarness built.
+	harnessWorkspaces = map[*runtime.Harness]*workspace.Workspace{}
 )
+
+// trustedFlow adapts trusted.Service to TrustFlow, as cmd/harness does.
+type trustedFlow struct{ svc *trusted.Service }
+
+func (f trustedFlow) Preview(ctx context.Context, a action.Action) (map[string]any, string, error) {
+	r, err := f.svc.Preview(ctx, trusted.Principal{Name: DefaultPrincipal}, a)
+	return r.Preview, r.Token, err
+}
+
+func (f trustedFlow) Execute(ctx context.Context, token string) (action.Observation, error) {
+	return f.svc.Execute(ctx, trusted.Principal{Name: DefaultPrincipal}, token)
+}
+
+// newTrustedFlow builds the trusted preview/execute service over h's
+// workspace, as `harness mcp` does.
+func newTrustedFlow(t testing.TB, h *runtime.Harness) TrustFlow {
+	t.Helper()
+	mountedMu.Lock()
+	ws := harnessWorkspaces[h]
+	mountedMu.Unlock()
+	files, err := trusted.OpenRootFiles(ws.Root())
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := trusted.NewService(trusted.Options{Harness: h, Planners: trusted.WorkspacePlanners(ws), Files: files, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close(); files.Close() })
+	return trustedFlow{svc}
+}
 
 // buildHarness builds a Harness on cfg's workspace root with the MCP client
 // mounted; sink, when set, subscribes to its events.
@@ -176,6 +211,9 @@ func buildHarness(cfg *policy.Config, sink ahp.Sink) (*runtime.Harness, func(), 
 	if sink != nil {
 		h.Subscribe(sink)
 	}
+	mountedMu.Lock()
+	harnessWorkspaces[h] = ws
+	mountedMu.Unlock()
 	closers := []func() error{ws.Close}
 	if len(cfg.Harness.MCP.Servers) > 0 {
 		c, err := NewClient(context.Background(), cfg.Harness.MCP, h.Registry(), quietLogger())

@@ -8,8 +8,11 @@ import (
 	"net"
 	"os"
 	"runtime/debug"
+	"time"
 
+	"github.com/harness-runtime/harness/action"
 	"github.com/harness-runtime/harness/mcp"
+	"github.com/harness-runtime/harness/trusted"
 )
 
 func init() {
@@ -63,7 +66,25 @@ func mcpCmd(ctx context.Context, args []string, s stdio) int {
 		return exitUsage
 	}
 	defer e.Close()
-	srv, err := mcp.NewServer(e.H, cfg, mcp.WithLogger(e.Log))
+	// Actions the person confirms run through the same preview -> token ->
+	// execute flow as `harness serve`: exactly what was previewed, on the
+	// files as they were previewed.
+	files, err := trusted.OpenRootFiles(e.WS.Root())
+	if err != nil {
+		fmt.Fprintf(s.err, "harness mcp: %v\n", err)
+		return exitUsage
+	}
+	defer files.Close()
+	svc, err := trusted.NewService(trusted.Options{
+		Harness: e.H, TTL: time.Duration(cfg.Harness.Trusted.TokenTTLSeconds) * time.Second,
+		Planners: trusted.WorkspacePlanners(e.WS), Files: files, Logger: e.Log,
+	})
+	if err != nil {
+		fmt.Fprintf(s.err, "harness mcp: %v\n", err)
+		return exitUsage
+	}
+	defer svc.Close()
+	srv, err := mcp.NewServer(e.H, cfg, mcp.WithLogger(e.Log), mcp.WithTrustFlow(trustFlow{svc}))
 	if err != nil {
 		fmt.Fprintf(s.err, "harness mcp: %v\n", err)
 		return exitUsage
@@ -90,6 +111,19 @@ func mcpCmd(ctx context.Context, args []string, s stdio) int {
 		return exitActionError
 	}
 	return exitOK
+}
+
+// trustFlow runs the bridge's confirmed actions through the trusted
+// service, as principal "mcp" (its tokens live in this process only).
+type trustFlow struct{ svc *trusted.Service }
+
+func (f trustFlow) Preview(ctx context.Context, a action.Action) (map[string]any, string, error) {
+	r, err := f.svc.Preview(ctx, trusted.Principal{Name: mcp.DefaultPrincipal}, a)
+	return r.Preview, r.Token, err
+}
+
+func (f trustFlow) Execute(ctx context.Context, token string) (action.Observation, error) {
+	return f.svc.Execute(ctx, trusted.Principal{Name: mcp.DefaultPrincipal}, token)
 }
 
 // loopbackOnly refuses a listen address that is not on loopback: the

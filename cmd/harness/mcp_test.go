@@ -203,3 +203,76 @@ func TestMCPCommandServesHTTP(t *testing.T) {
 		t.Fatal("harness mcp --http did not stop when its context ended")
 	}
 }
+
+// TestMCPCommandConfirmsThroughElicitation plays a 2025-11-25 client that
+// supports elicitation: harness mcp asks it to confirm the preview of a
+// patch, and runs it through the trusted token flow once it accepts.
+func TestMCPCommandConfirmsThroughElicitation(t *testing.T) {
+	tests := []struct {
+		name   string
+		answer string
+		want   string
+		code   string
+	}{
+		{"accept", `{"action":"accept","content":{"confirm":true}}`, "bye\n", ""},
+		{"decline", `{"action":"decline"}`, "hello\n", "trust_required"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, root := mcpTestConfig(t, "  mcp: {bridge: {trusted-actions: [workspace_apply_patch]}}\n")
+			inR, inW := io.Pipe()
+			outR, outW := io.Pipe()
+			done := make(chan int, 1)
+			go func() {
+				done <- dispatch(context.Background(), []string{"mcp", "--config", cfg, "--root", root}, stdio{in: inR, out: outW, err: io.Discard})
+				outW.Close()
+			}()
+			send := func(line string) {
+				if _, err := io.WriteString(inW, line+"\n"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{}}},"clientInfo":{"name":"t","version":"1"}}}`)
+			send(rpcInitialized)
+			send(rpcCall(2, "workspace_apply_patch", `{"path":"a.txt","content":"bye\n"}`))
+			sc := bufio.NewScanner(outR)
+			sc.Buffer(make([]byte, 1<<20), 1<<20)
+			var asked string
+			var final rpcResponse
+			for sc.Scan() {
+				var msg struct {
+					ID     json.RawMessage `json:"id"`
+					Method string          `json:"method"`
+					Params struct {
+						Message string `json:"message"`
+					} `json:"params"`
+				}
+				if err := json.Unmarshal(sc.Bytes(), &msg); err != nil {
+					t.Fatal(err)
+				}
+				if msg.Method == "elicitation/create" {
+					asked = msg.Params.Message
+					send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, msg.ID, tc.answer))
+					continue
+				}
+				var r rpcResponse
+				if err := json.Unmarshal(sc.Bytes(), &r); err == nil && r.ID == 2 {
+					final = r
+					break
+				}
+			}
+			inW.Close()
+			<-done
+			if !strings.Contains(asked, "workspace_apply_patch") || !strings.Contains(asked, "-hello\n+bye") {
+				t.Errorf("the person was not shown the action and its diff: %q", asked)
+			}
+			if final.Result.StructuredContent.Code != tc.code {
+				t.Errorf("code %q, want %q: %+v", final.Result.StructuredContent.Code, tc.code, final.Result)
+			}
+			got, _ := os.ReadFile(filepath.Join(root, "a.txt"))
+			if string(got) != tc.want {
+				t.Errorf("a.txt = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
