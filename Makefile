@@ -14,6 +14,7 @@ all: build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/harness
+	$(GO) build -o bin/harness-sandbox ./cmd/harness-sandbox
 
 # The main job on embedded defaults.
 run: build
