@@ -142,6 +142,18 @@ func TestStalePreviewIsRefusedAndTouchesNothing(t *testing.T) {
 		{"patch target changed", map[string]any{"name": "workspace_apply_patch", "input": map[string]any{
 			"path": "f.txt", "patch": "--- a/f.txt\n+++ b/f.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+2\n"}},
 			func(f *fixture) { f.write(t, "f.txt", "one\ntwo\nthree\n") }, "f.txt", "one\ntwo\nthree\n"},
+		{"rename target appeared", map[string]any{"name": "workspace_apply_patch", "input": map[string]any{
+			"patch": "*** Begin Patch\n*** Update File: f.txt\n*** Move to: g.txt\n@@\n one\n-two\n+2\n*** End Patch\n"}},
+			func(f *fixture) { f.write(t, "g.txt", "theirs\n") }, "g.txt", "theirs\n"},
+		{"rename source changed", map[string]any{"name": "workspace_apply_patch", "input": map[string]any{
+			"patch": "*** Begin Patch\n*** Update File: f.txt\n*** Move to: g.txt\n@@\n one\n-two\n+2\n*** End Patch\n"}},
+			func(f *fixture) { f.write(t, "f.txt", "one\ntwo\n\n") }, "g.txt", "<absent>"},
+		{"deleted file changed", map[string]any{"name": "workspace_apply_patch", "input": map[string]any{
+			"patch": "diff --git a/f.txt b/f.txt\ndeleted file mode 100644\n--- a/f.txt\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-one\n-two\n"}},
+			func(f *fixture) { f.write(t, "f.txt", "keep me\n") }, "f.txt", "keep me\n"},
+		{"second file of a multi-file patch changed", map[string]any{"name": "workspace_apply_patch", "input": map[string]any{
+			"patch": "*** Begin Patch\n*** Update File: f.txt\n@@\n one\n-two\n+2\n*** Add File: h.txt\n+new\n*** End Patch\n"}},
+			func(f *fixture) { f.write(t, "h.txt", "theirs\n") }, "f.txt", "one\ntwo\n"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -525,4 +537,34 @@ func TestExecuteRunsToTheEndWhenTheCallerIsGone(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, action.StatusOK, obs.Status, "%+v", obs)
 	require.Equal(t, "ran\n", f.read(t, "g.txt"))
+}
+
+func TestPreviewExecuteEveryPatchShape(t *testing.T) {
+	cases := []struct {
+		name  string
+		input map[string]any
+		want  map[string]string
+	}{
+		{"rename", map[string]any{"patch": "*** Begin Patch\n*** Update File: f.txt\n*** Move to: g.txt\n@@\n one\n-two\n+2\n*** End Patch\n"},
+			map[string]string{"f.txt": "<absent>", "g.txt": "one\n2\n"}},
+		{"multi-file", map[string]any{"patch": "*** Begin Patch\n*** Update File: f.txt\n@@\n one\n-two\n+2\n*** Add File: h.txt\n+new\n*** End Patch\n"},
+			map[string]string{"f.txt": "one\n2\n", "h.txt": "new\n"}},
+		{"delete", map[string]any{"patch": "diff --git a/f.txt b/f.txt\ndeleted file mode 100644\n--- a/f.txt\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-one\n-two\n"},
+			map[string]string{"f.txt": "<absent>"}},
+		{"unified diff with a path", map[string]any{"path": "f.txt", "patch": "--- a/f.txt\n+++ b/f.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+2\n"},
+			map[string]string{"f.txt": "one\n2\n"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, fixtureOpts{})
+			tok := f.preview(t, keyAlice, map[string]any{"name": "workspace_apply_patch", "input": c.input})
+			require.Equal(t, "one\ntwo\n", f.read(t, "f.txt"), "preview writes nothing")
+			st, o := call(t, "POST", f.URL+"/v1/actions/execute/"+tok, keyAlice, nil)
+			require.Equal(t, 200, st, "%v", o)
+			require.Equal(t, "ok", o["status"], "%v", o)
+			for name, content := range c.want {
+				require.Equal(t, content, f.read(t, name), name)
+			}
+		})
+	}
 }
