@@ -23,7 +23,8 @@ const patchInput = `{
     "patch": {"type": "string", "minLength": 1, "description": "a unified diff, a git diff, or a *** Begin Patch envelope"},
     "expected_sha256": {"type": "string", "pattern": "^[0-9a-fA-F]{64}$", "description": "SHA-256 of path's current content, from an earlier read; refused with stale_preview if the file changed"},
     "strip": {"type": "integer", "minimum": 0, "maximum": 16, "description": "path components to strip from patch headers; guessed when absent"},
-    "fuzz": {"type": "number", "minimum": 0, "maximum": 1, "description": "similarity threshold for fuzzy hunk matching"}
+    "fuzz": {"type": "number", "minimum": 0, "maximum": 1, "description": "similarity threshold for fuzzy hunk matching"},
+    "trust_line_numbers": {"type": "boolean", "description": "for diffs made by a tool (git diff, diff -u): let the stated line number choose between places where a hunk matches equally; off by default, since a model's numbers are often wrong"}
   },
   "oneOf": [
     {"required": ["path", "content"], "not": {"required": ["patch"]}},
