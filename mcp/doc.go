@@ -13,7 +13,17 @@
 // registered action as an MCP tool whose input schema is the registry's and
 // whose annotations say the truth about its risk. Every call goes through
 // runtime.Harness.Execute, so through the same guard and the same events as
-// any other entry point.
+// any other entry point. Trusted actions run directly only when
+// auto-approved; those listed in harness.mcp.bridge.trusted-actions run
+// after the person confirms their preview through MCP elicitation (through
+// a TrustFlow, the trusted package's preview -> token -> execute, in
+// `harness mcp`); all others are refused with trust_required and a message
+// saying how to allow them.
+//
+// What the bridge does not do: authenticate (serve HTTP on loopback only,
+// as `harness mcp --http` enforces); emit events for a refusal decided while
+// previewing an action for confirmation (nothing ran; the observation says
+// why); import tools a server adds after start.
 //
 // Both sides negotiate the protocol revision their peer speaks: the
 // stateless 2026-07-28 core with peers that know it, the initialize
