@@ -436,8 +436,12 @@ func (m *matcher) next(buf []byte, from int, cur litCursor) (int, bool) {
 			continue
 		}
 		ls, le := lineBounds(buf, cand)
-		if loc := m.re.FindIndex(buf[ls:le]); loc != nil {
-			return ls + loc[0], true
+		// Most candidate lines do not match; Match, which tracks no
+		// positions, rejects them about twice as fast as FindIndex.
+		if line := buf[ls:le]; m.re.Match(line) {
+			if loc := m.re.FindIndex(line); loc != nil {
+				return ls + loc[0], true
+			}
 		}
 		from = le + 1
 	}

@@ -283,6 +283,8 @@ func FuzzSearchLines(f *testing.F) {
 	f.Add("x*", "\n\nx\n", true, false)
 	f.Add("kelvin", "\u212aELVIN\nkElViN\n", false, true)
 	f.Add("Hello", "xhELLO\nhel\nHELL\n", false, true)
+	f.Add("[0-9]{2}-x?[a-z]", "12-a 1-b\n99-xz-\n-3-4\n", true, false)
+	f.Add("(ab|c)-(d|ef)", "ab-d\nc-ef\nab--d\n", true, false)
 	f.Fuzz(func(t *testing.T, pattern, text string, isRegex, fold bool) {
 		if pattern == "" || len(pattern) > 64 || len(text) > 4096 {
 			return
