@@ -52,6 +52,9 @@ func Build(ctx context.Context, cfg *policy.Config, opts BuildOptions) (*Server,
 	}
 	closeAll := func() error { return errors.Join(files.Close(), store.Close()) }
 	metrics := NewMetrics()
+	if ms, ok := store.(*MemoryStore); ok {
+		ms.OnExpire(metrics.Expired)
+	}
 	svc, err := NewService(Options{
 		Harness: opts.Harness, Store: store,
 		TTL:      time.Duration(cfg.Harness.Trusted.TokenTTLSeconds) * time.Second,

@@ -14,9 +14,10 @@ import (
 // their expiry by Consume's caller, which checks ExpiresAt). The zero value
 // is not usable; call NewMemoryStore.
 type MemoryStore struct {
-	mu   sync.Mutex
-	recs map[string]Record
-	now  func() time.Time
+	mu       sync.Mutex
+	recs     map[string]Record
+	now      func() time.Time
+	onExpire func(n int)
 
 	stop chan struct{}
 	done chan struct{}
@@ -52,7 +53,6 @@ func (s *MemoryStore) sweepEvery(interval time.Duration) {
 func (s *MemoryStore) Sweep() int {
 	now := s.now()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	n := 0
 	for id, r := range s.recs {
 		if !now.Before(r.ExpiresAt) {
@@ -60,7 +60,20 @@ func (s *MemoryStore) Sweep() int {
 			n++
 		}
 	}
+	f := s.onExpire
+	s.mu.Unlock()
+	if f != nil && n > 0 {
+		f(n)
+	}
 	return n
+}
+
+// OnExpire sets a function told how many unredeemed tokens each sweep
+// removed (for metrics). Call it before the store is shared.
+func (s *MemoryStore) OnExpire(f func(n int)) {
+	s.mu.Lock()
+	s.onExpire = f
+	s.mu.Unlock()
 }
 
 // Len returns the number of records held, expired or not.

@@ -35,7 +35,7 @@ func NewMetrics() *Metrics {
 		}, []string{"action", "status"}),
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "harness_trusted_tokens_total",
-			Help: "Confirmation tokens by event: minted, redeemed, expired, refused, stale.",
+			Help: "Confirmation tokens by event: minted, redeemed, expired (found expired at redeem, or swept unredeemed from the memory store; Redis expiries are not seen), refused, stale.",
 		}, []string{"event"}),
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.tokens,
@@ -51,6 +51,10 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // Token counts one token event; it fits Options.Events.
 func (m *Metrics) Token(e TokenEvent) { m.tokens.WithLabelValues(string(e)).Inc() }
+
+// Expired counts n tokens that expired unredeemed; it fits
+// MemoryStore.OnExpire.
+func (m *Metrics) Expired(n int) { m.tokens.WithLabelValues(string(TokenExpired)).Add(float64(n)) }
 
 // Handler serves the registry in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {

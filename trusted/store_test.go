@@ -194,8 +194,13 @@ func TestMemoryStoreSweep(t *testing.T) {
 	for i, ttl := range []time.Duration{-time.Second, -time.Millisecond, time.Minute} {
 		require.NoError(t, s.Put(ctx, fmt.Sprint(i), testRecord("a", "", ttl)))
 	}
+	var told int
+	s.OnExpire(func(n int) { told += n })
 	require.Equal(t, 2, s.Sweep())
 	require.Equal(t, 1, s.Len())
+	require.Equal(t, 2, told)
+	require.Equal(t, 0, s.Sweep())
+	require.Equal(t, 2, told, "an empty sweep tells nothing")
 }
 
 func TestOpenStore(t *testing.T) {
