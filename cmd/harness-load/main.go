@@ -167,7 +167,11 @@ type result struct {
 	Max         time.Duration `json:"max_ns"`
 	PreviewP50  time.Duration `json:"preview_p50_ns"`
 	ExecuteP50  time.Duration `json:"execute_p50_ns"`
-	FirstError  string        `json:"first_error,omitempty"`
+	// CPUPerPair is this process's CPU time (user + system) per measured
+	// pair: with an in-process server it bounds the rate the machine can
+	// reach (cores / CPUPerPair) whatever else runs on it.
+	CPUPerPair time.Duration `json:"cpu_per_pair_ns"`
+	FirstError string        `json:"first_error,omitempty"`
 }
 
 func (r result) print(w io.Writer) {
@@ -175,6 +179,9 @@ func (r result) print(w io.Writer) {
 	fmt.Fprintf(w, "pairs: %d  pairs/s: %.0f  errors: %d\n", r.Pairs, r.PairsPerSec, r.Errors)
 	fmt.Fprintf(w, "pair latency: p50 %s  p99 %s  max %s  (preview p50 %s, execute p50 %s)\n",
 		ms(r.P50), ms(r.P99), ms(r.Max), ms(r.PreviewP50), ms(r.ExecuteP50))
+	if r.CPUPerPair > 0 {
+		fmt.Fprintf(w, "cpu per pair (this process): %s\n", ms(r.CPUPerPair))
+	}
 	if r.FirstError != "" {
 		fmt.Fprintf(w, "first error: %s\n", r.FirstError)
 	}
@@ -222,10 +229,10 @@ func load(ctx context.Context, base string, o options) result {
 		samples[i] = samples[i][:0]
 	}
 	measuring.Store(true)
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	time.Sleep(o.duration)
 	measuring.Store(false)
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), cpuTime()-cpu0
 	close(stop)
 	wg.Wait()
 
@@ -239,6 +246,9 @@ func load(ctx context.Context, base string, o options) result {
 	}
 	r := result{Clients: o.clients, Duration: elapsed, Pairs: len(pairs), Errors: errs.Load(), FirstError: firstMsg}
 	r.PairsPerSec = float64(len(pairs)) / elapsed.Seconds()
+	if len(pairs) > 0 && cpu > 0 {
+		r.CPUPerPair = cpu / time.Duration(len(pairs))
+	}
 	r.P50, r.P99, r.Max = pct(pairs, 0.50), pct(pairs, 0.99), pct(pairs, 1)
 	r.PreviewP50, r.ExecuteP50 = pct(previews, 0.5), pct(executes, 0.5)
 	return r
