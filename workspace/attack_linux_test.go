@@ -127,3 +127,11 @@ func TestAccessWatchSeesReads(t *testing.T) {
 		t.Fatal("listing the outside directory produced no event")
 	}
 }
+
+// bindFile bind-mounts the file src onto the existing file dst.
+func bindFile(src, dst string) (unmount func(), err error) {
+	if err := syscall.Mount(src, dst, "", syscall.MS_BIND, ""); err != nil {
+		return nil, err
+	}
+	return func() { syscall.Unmount(dst, syscall.MNT_DETACH) }, nil
+}

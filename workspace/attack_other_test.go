@@ -14,3 +14,5 @@ func (a *accessWatch) events() []string                         { return nil }
 func (a *accessWatch) assertUntouched(t testing.TB)             {}
 func mknodZero(path string) error                               { return errors.New("unsupported") }
 func mountProc(path string) (func(), error)                     { return nil, errors.New("unsupported") }
+
+func bindFile(src, dst string) (func(), error) { return nil, errors.New("unsupported") }

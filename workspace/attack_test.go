@@ -21,6 +21,7 @@ type attackFixture struct {
 	watch   *accessWatch
 	hasDev  bool
 	hasProc bool
+	hasSys  bool
 }
 
 func newAttackFixture(t *testing.T, opts Options) *attackFixture {
@@ -30,6 +31,8 @@ func newAttackFixture(t *testing.T, opts Options) *attackFixture {
 		"inner/b.txt":    "inner text\n",
 		".git/config":    "[core]\n",
 		"procmnt/":       "",
+		"envfile":        "placeholder\n",
+		"sysfile":        "placeholder\n",
 		"dir/keep.txt":   "keep\n",
 		".harness/state": "x\n",
 	})
@@ -76,6 +79,18 @@ func newAttackFixture(t *testing.T, opts Options) *attackFixture {
 	if unmount, err := mountProc(filepath.Join(f.root, "procmnt")); err == nil {
 		af.hasProc = true
 		t.Cleanup(unmount)
+		// A single /proc file bind-mounted over a workspace file: it
+		// looks like a regular file in the directory listing.
+		if unbind, err := bindFile("/proc/self/environ", filepath.Join(f.root, "envfile")); err == nil {
+			t.Cleanup(unbind)
+		} else {
+			af.hasProc = false
+		}
+	}
+	// A sysfs file (text, with a non-zero size) bind-mounted the same way.
+	if unbind, err := bindFile("/sys/kernel/mm/transparent_hugepage/enabled", filepath.Join(f.root, "sysfile")); err == nil {
+		af.hasSys = true
+		t.Cleanup(unbind)
 	}
 	af.watch = newAccessWatch(t, f.outside, f.secret, af.sibling, filepath.Join(af.sibling, "secret.txt"))
 	return af
@@ -99,7 +114,7 @@ func TestAttackPaths(t *testing.T) {
 		action string
 		in     map[string]any
 		code   action.Code
-		needs  string // "dev" or "proc": skipped without it
+		needs  string // "dev", "proc" or "sys": skipped without it
 	}
 	cases := []attack{
 		// Reads: traversal spelled in the path.
@@ -173,6 +188,10 @@ func TestAttackPaths(t *testing.T) {
 		{"search regex for sentinel", search, map[string]any{"query": "SENT.NEL", "regex": true, "max_results": 1000}, action.CodeNone, ""},
 		{"search mounted proc", search, map[string]any{"query": "PATH", "path": "procmnt"}, action.CodeInvalidInput, "proc"},
 		{"search mounted proc file", search, map[string]any{"query": "PATH", "path": "procmnt/self/environ"}, action.CodeInvalidInput, "proc"},
+		{"read bind-mounted proc file", read, map[string]any{"path": "envfile"}, action.CodeInvalidInput, "proc"},
+		{"search bind-mounted proc file", search, map[string]any{"query": "PATH", "path": "envfile"}, action.CodeInvalidInput, "proc"},
+		{"read bind-mounted sysfs file", read, map[string]any{"path": "sysfile"}, action.CodeInvalidInput, "sys"},
+		{"search root skips bind-mounted sysfs file", search, map[string]any{"query": "madvise", "max_results": 1000}, action.CodeNone, "sys"},
 		{"search nul in path", search, map[string]any{"query": "x", "path": "a.txt\x00"}, action.CodeInvalidInput, ""},
 	}
 	for _, tc := range cases {
@@ -182,6 +201,9 @@ func TestAttackPaths(t *testing.T) {
 			}
 			if tc.needs == "proc" && !af.hasProc {
 				t.Skip("cannot mount proc here (needs CAP_SYS_ADMIN)")
+			}
+			if tc.needs == "sys" && !af.hasSys {
+				t.Skip("cannot bind-mount a sysfs file here (needs CAP_SYS_ADMIN and /sys)")
 			}
 			af.watch.events() // start clean
 			out, err := af.run(t, tc.action, tc.in)

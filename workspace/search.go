@@ -583,6 +583,7 @@ func (s *search) run(rel string) error {
 		go func() {
 			defer wg.Done()
 			sc := newScanner(s.m, s.maxResults)
+			sc.dev, sc.hasDev = s.dev, s.hasDev
 			for job := range jobs {
 				if ctx.Err() != nil {
 					job.dir.release()
@@ -831,10 +832,12 @@ func (s *search) walk(ctx context.Context, dir *os.Root, rel string, depth int, 
 
 // scanner is one worker's state: its read buffer is reused across files.
 type scanner struct {
-	m     *matcher
-	buf   []byte
-	limit int
-	cur   litCursor
+	m      *matcher
+	buf    []byte
+	limit  int
+	cur    litCursor
+	dev    uint64 // device of the search root, when hasDev
+	hasDev bool
 }
 
 func newScanner(m *matcher, limit int) *scanner {
@@ -854,6 +857,13 @@ func (sc *scanner) scanFile(ctx context.Context, dir *os.Root, name, rel string)
 	// handle itself, so a FIFO or device swapped in is never read.
 	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() {
+		return nil, false
+	}
+	// A file on another device than the search root (a bind mount, or an
+	// overlay file system's lower layer) may be a view of /proc or /sys:
+	// check its file system then, and only then, to keep the common case
+	// at one fstat.
+	if d, ok := deviceOf(fi); sc.hasDev && ok && d != sc.dev && pseudoFSOf(f) != "" {
 		return nil, false
 	}
 	ms, binary, _ := sc.scan(ctx, f, fi.Size(), rel)

@@ -6,6 +6,24 @@
 // traversal, absolute paths and symlinks that leave the root; it does not
 // stop special files (devices, FIFOs, sockets, /proc-like files) or mount
 // boundaries inside the root, so the workspace refuses those itself.
+//
+// What the file actions guarantee, and what they do not:
+//   - Nothing outside the root is read, listed, stat'ed or written through
+//     any path, symlink or symlinked parent, including when the tree is
+//     changed concurrently (a directory swapped for a symlink mid-search):
+//     every open is resolved by os.Root, walks hold directory handles and
+//     never follow symlinks.
+//   - Devices, FIFOs and sockets are never read: their type is checked
+//     before opening, files are opened non-blocking, and the opened handle
+//     is checked again. A device swapped in between the check and the open
+//     is opened (an open can have side effects on some devices) but never
+//     read. Files on kernel pseudo file systems (proc, sysfs, ...) are
+//     refused wherever they are mounted.
+//   - Recursive listings and searches do not cross mount points. A path
+//     named explicitly may lead into a mount inside the root, as it would
+//     for any program; the operator decides what is mounted there.
+//   - If the root directory itself is moved, the workspace follows it, as
+//     os.Root does.
 package workspace
 
 import (
