@@ -23,6 +23,10 @@ import (
 // deep; deeper directories are skipped and the result marked truncated.
 const maxWalkDepth = 256
 
+// hardMaxEntries caps max_entries whatever the input asks, so that one
+// observation stays a size a model (and the audit log) can take.
+const hardMaxEntries = 100_000
+
 // binarySniffBytes is how much of a file's start is inspected for a NUL
 // byte to call it binary (the rule git and ripgrep use).
 const binarySniffBytes = 8 << 10
@@ -107,7 +111,8 @@ func entryType(m fs.FileMode) string {
 // Payload: {"path": the clean root-relative directory, "entries": [{"path":
 // root-relative slash path, "name", "type": "file"|"dir"|"symlink"|"other",
 // "size": bytes as reported by lstat, "mod_time": RFC 3339 UTC}],
-// "truncated": true when entries stopped at max_entries}.
+// "truncated": true when entries stopped at max_entries}. max_entries is
+// capped at 100000.
 //
 // Entries are in byte order of their path components, depth first (a
 // directory is followed by its contents). Symlinks are listed as symlinks
@@ -158,7 +163,7 @@ func (w *Workspace) listFiles(ctx context.Context, in map[string]any) (map[strin
 	}
 	dev, hasDev := deviceOf(rootInfo)
 
-	l := &lister{ctx: ctx, max: int(min(maxEntries, 1<<31-1)), recursive: recursive, includeGit: includeGit, dev: dev, hasDev: hasDev}
+	l := &lister{ctx: ctx, max: int(min(maxEntries, hardMaxEntries)), recursive: recursive, includeGit: includeGit, dev: dev, hasDev: hasDev}
 	err = l.walk(dir, rel, 0)
 	if err != nil {
 		return nil, err

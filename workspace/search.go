@@ -19,6 +19,8 @@ import (
 
 const (
 	defaultMaxResults = 100
+	// hardMaxResults caps max_results whatever the input asks.
+	hardMaxResults = 100_000
 	// maxQueryBytes bounds the query; RE2 compiles in linear time but a
 	// megabyte pattern is never a real search.
 	maxQueryBytes = 4096
@@ -40,7 +42,7 @@ const (
 // in the input: no catastrophic backtracking); case_insensitive; path (a
 // directory or one file, default the root); glob (gitignore-style: without
 // "/" it matches the file name, with "/" the root-relative path; "**"
-// spans directories); max_results (default 100).
+// spans directories); max_results (default 100, capped at 100000).
 //
 // Matching is per line: a match never spans a newline ("\s" and "[^x]"
 // do not match "\n", "^" and "$" match at line boundaries). The walk skips
@@ -146,7 +148,7 @@ func parseSearchInput(in map[string]any) (searchInput, error) {
 	if n < 1 {
 		return q, action.Errorf(action.CodeInvalidInput, "max_results must be at least 1")
 	}
-	q.maxResults = int(min(n, 1<<31-1))
+	q.maxResults = int(min(n, hardMaxResults))
 	return q, nil
 }
 
