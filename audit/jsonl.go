@@ -118,8 +118,9 @@ func (l *JSONL) refresh() error {
 	return nil
 }
 
-// TornTailKind is the "kind" of the event OpenJSONL writes after moving a
-// torn last line aside.
+// TornTailKind is the "kind" of the event a JSONL log writes (on open, or
+// on append after another writer crashed) after moving a torn last line
+// aside.
 const TornTailKind = "audit_torn_tail"
 
 // repairTornTail copies the n bytes after offset end aside, then writes

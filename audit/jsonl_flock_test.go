@@ -84,3 +84,38 @@ func TestJSONLAppendWaitsForTheFileLock(t *testing.T) {
 		t.Fatalf("%s", rep)
 	}
 }
+
+func TestVerifyJSONLFileWhileWriting(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.jsonl")
+	l, err := OpenJSONL(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for w := range 2 {
+		wg.Go(func() {
+			big := map[string]any{"w": w, "pad": string(make([]byte, 20000))}
+			for i := 0; i < 300 && ctx.Err() == nil; i++ { // at most 12 MB in all
+				if _, err := l.Append(context.Background(), big, false); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	for range 20 {
+		rep, err := VerifyJSONLFile(context.Background(), path)
+		if err != nil || !rep.OK() {
+			cancel()
+			wg.Wait()
+			t.Fatalf("verify while writing: %s, %v", rep, err)
+		}
+	}
+	cancel()
+	wg.Wait()
+	if _, err := VerifyJSONLFile(context.Background(), filepath.Join(t.TempDir(), "missing")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+}

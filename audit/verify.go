@@ -2,9 +2,11 @@ package audit
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -171,6 +173,33 @@ func VerifyJSONL(r io.Reader, opts ...Option) (Report, error) {
 			return rep, nil
 		}
 	}
+}
+
+// VerifyJSONLFile verifies the JSONL log at path as VerifyJSONL does. It
+// may run while writers append: it takes the writers' file lock just long
+// enough to learn the size of the log, and verifies that many bytes, so a
+// record being written is not mistaken for a torn one. ctx bounds the wait
+// for the lock.
+func VerifyJSONLFile(ctx context.Context, path string, opts ...Option) (Report, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Report{}, fmt.Errorf("audit verify: %w", err)
+	}
+	defer f.Close()
+	unlock, err := lockFile(ctx, f)
+	if err != nil {
+		return Report{}, fmt.Errorf("audit verify: %w", err)
+	}
+	st, err := f.Stat()
+	unlock()
+	if err != nil {
+		return Report{}, fmt.Errorf("audit verify: %w", err)
+	}
+	rep, err := VerifyJSONL(io.NewSectionReader(f, 0, st.Size()), opts...)
+	if err != nil {
+		return rep, fmt.Errorf("%s: %w", path, err)
+	}
+	return rep, nil
 }
 
 // readLine reads one line without its newline. complete is false when the

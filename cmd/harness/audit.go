@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 
 	"github.com/harness-runtime/harness/audit"
 )
@@ -98,7 +97,7 @@ error or the log could not be read.
 			fmt.Fprintln(s.err, "harness audit verify: --instance and --table apply to postgres:// logs only")
 			return exitUsage
 		}
-		rep, err = verifyFile(target, opts)
+		rep, err = audit.VerifyJSONLFile(ctx, target, opts...)
 	}
 	if err != nil {
 		fmt.Fprintf(s.err, "harness: %v\n", err)
@@ -117,19 +116,6 @@ error or the log could not be read.
 		return exitActionError
 	}
 	return exitOK
-}
-
-func verifyFile(path string, opts []audit.Option) (audit.Report, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return audit.Report{}, fmt.Errorf("audit verify: %w", err)
-	}
-	defer f.Close()
-	rep, err := audit.VerifyJSONL(f, opts...)
-	if err != nil {
-		return rep, fmt.Errorf("%s: %w", path, err)
-	}
-	return rep, nil // a bad chain is in rep, not an error
 }
 
 // describeTarget names a log for people without printing a DSN, which may
