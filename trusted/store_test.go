@@ -248,3 +248,27 @@ func TestNewTokenShape(t *testing.T) {
 		require.False(t, wellFormed(bad), "%q", bad)
 	}
 }
+
+// TestStoreOutageFailsClosed: when the store cannot be reached, a preview
+// mints nothing and an execute runs nothing; both are internal errors
+// (500), never not_found, so that an outage is not mistaken for a used
+// token, and /readyz says so.
+func TestStoreOutageFailsClosed(t *testing.T) {
+	c := needRedis(t)
+	opts := *c.Options()
+	broken := redis.NewClient(&opts)
+	store := NewRedisStore(broken, "harness-test-outage:")
+	f := newFixture(t, fixtureOpts{store: store})
+	tok := f.preview(t, keyAlice, patchAction("f.txt", "never\n"))
+	broken.Close()
+
+	st, body := call(t, "POST", f.URL+"/v1/actions/execute/"+tok, keyAlice, nil)
+	require.Equal(t, 500, st, "%v", body)
+	require.Equal(t, "internal", errCode(body))
+	require.Equal(t, "one\ntwo\n", f.read(t, "f.txt"))
+	st, body = call(t, "POST", f.URL+"/v1/actions/preview", keyAlice, patchAction("f.txt", "x\n"))
+	require.Equal(t, 500, st, "%v", body)
+	st, body = call(t, "GET", f.URL+"/readyz", "", nil)
+	require.Equal(t, 503, st, "%v", body)
+	require.NotContains(t, f.Logs.String(), tok)
+}
