@@ -292,7 +292,8 @@ func (s *Server) HTTPHandler() http.Handler {
 	return mcpserver.NewStreamableHTTPServer(s.srv, mcpserver.WithEndpointPath("/mcp"))
 }
 
-// ServeHTTP serves streamable HTTP at path /mcp on ln until ctx is done.
+// ServeHTTP serves streamable HTTP at path /mcp on ln until ctx is done;
+// then calls under way get up to 5 seconds to finish.
 func (s *Server) ServeHTTP(ctx context.Context, ln net.Listener) error {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", s.HTTPHandler())
@@ -301,7 +302,12 @@ func (s *Server) ServeHTTP(ctx context.Context, ln net.Listener) error {
 	go func() {
 		select {
 		case <-ctx.Done():
-			_ = hs.Close()
+			// Calls under way get a few seconds to answer.
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if hs.Shutdown(sctx) != nil {
+				_ = hs.Close()
+			}
 		case <-done:
 		}
 	}()

@@ -307,12 +307,16 @@ func (c *conn) broken(err error) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.proc != nil {
-		// The reader sees EOF a moment before the process is reaped.
+		if !errors.Is(err, transport.ErrTransportClosed) {
+			return c.dead()
+		}
+		// The transport sees the end of the output a moment before the
+		// process is reaped.
 		select {
 		case <-c.proc.exited:
 		case <-time.After(200 * time.Millisecond):
 		}
-		return c.dead() || errors.Is(err, transport.ErrTransportClosed)
+		return true
 	}
 	if errors.Is(err, transport.ErrTransportClosed) || errors.Is(err, transport.ErrSessionTerminated) {
 		c.closeLocked()
