@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
@@ -247,5 +248,28 @@ func TestWalkDepthLimit(t *testing.T) {
 	search := f.mustRun(t, "workspace_search_text", map[string]any{"query": "needle"})
 	if got := matchKeys(search); search["truncated"] != true || !slices.Equal(got, []string{"d/top.txt:1:1"}) {
 		t.Fatalf("search: truncated %v, matches %q", search["truncated"], got)
+	}
+}
+
+func TestCancelledContext(t *testing.T) {
+	f := newFixture(t, DefaultOptions(), map[string]string{"a/b.txt": "needle\n", "c.txt": "needle\n"})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	cases := []struct {
+		name, action string
+		in           map[string]any
+	}{
+		{"list", "workspace_list_files", map[string]any{"recursive": true}},
+		{"read", "workspace_read_file", map[string]any{"path": "c.txt"}},
+		{"search tree", "workspace_search_text", map[string]any{"query": "needle"}},
+		{"search one file", "workspace_search_text", map[string]any{"query": "needle", "path": "c.txt"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := f.w.Run(ctx, action.Action{Name: tc.action, Input: tc.in})
+			if got := codeOf(err); got != action.CodeTimeout {
+				t.Fatalf("code = %q (%v), want timeout", got, err)
+			}
+		})
 	}
 }
