@@ -127,3 +127,34 @@ func FuzzCheckPath(f *testing.F) {
 		}
 	})
 }
+
+func TestStatNoFollow(t *testing.T) {
+	f := newFixture(t, DefaultOptions(), map[string]string{"a.txt": "x"})
+	for name, target := range map[string]string{"in": "a.txt", "out": "../outside/secret.txt", "outdir": "../outside"} {
+		if err := os.Symlink(target, filepath.Join(f.root, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name, path string
+		symlink    bool
+		code       action.Code
+	}{
+		{"regular", "a.txt", false, ""},
+		{"symlink inside", "in", true, ""},
+		{"symlink outside is not followed", "out", true, ""},
+		{"through outward parent", "outdir/secret.txt", false, action.CodePathOutsideRoot},
+		{"missing", "nope", false, action.CodeNotFound},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fi, err := f.w.statNoFollow(tc.path)
+			if action.CodeOf(err) != tc.code {
+				t.Fatalf("code = %q (%v), want %q", action.CodeOf(err), err, tc.code)
+			}
+			if err == nil && (fi.Mode()&os.ModeSymlink != 0) != tc.symlink {
+				t.Fatalf("mode = %v, symlink want %v", fi.Mode(), tc.symlink)
+			}
+		})
+	}
+}
