@@ -8,7 +8,8 @@
 //             list_directory)
 //
 // Usage: node bench.mjs --harness PATH [--starts 20] [--reads 2000] [--lists 500]
-//                       [--audit PATH]
+//                       [--audit PATH] [--concurrency 1]
+// --concurrency keeps that many calls in flight (default 1: one at a time).
 // --audit puts Harness's audit log (fsynced before and after every trusted
 // action, auto-approved reads included) at PATH instead of the work dir.
 // Prints a table to stderr and the numbers as JSON to stdout. Besides wall
@@ -33,6 +34,7 @@ if (!args.harness) {
 const starts = Number(args.starts ?? 20);
 const reads = Number(args.reads ?? 2000);
 const lists = Number(args.lists ?? 500);
+const concurrency = Math.max(1, Number(args.concurrency ?? 1));
 
 const here = dirname(fileURLToPath(import.meta.url));
 const fsServer = join(here, 'node_modules', '@modelcontextprotocol', 'server-filesystem', 'dist', 'index.js');
@@ -113,12 +115,17 @@ async function calls(client, call, n, check) {
   const samples = [];
   const cpu0 = cpuMs(client.pid);
   const t0 = performance.now();
-  for (let i = 0; i < n; i++) {
-    const t = performance.now();
-    const res = await client.callTool(call);
-    samples.push(performance.now() - t);
-    if (i === 0) check(res);
-  }
+  let next = 0;
+  const worker = async () => {
+    while (next < n) {
+      const i = next++;
+      const t = performance.now();
+      const res = await client.callTool(call);
+      samples.push(performance.now() - t);
+      if (i === 0) check(res);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
   const out = stats(samples, performance.now() - t0);
   out.server_cpu_ms_per_op = (cpuMs(client.pid) - cpu0) / n;
   return out;
@@ -165,4 +172,5 @@ for (const [k, label] of [['startup', `start-up to tools/list x${starts}`], ['re
 for (const k of ['read', 'list']) {
   console.error(`${('server CPU ms per ' + k).padEnd(30)} ${fmt(h[k].server_cpu_ms_per_op).padStart(26)}   ${fmt(r[k].server_cpu_ms_per_op).padStart(26)}   ${ratio[k + '_server_cpu'].toFixed(1)}x less CPU`);
 }
-process.stdout.write(JSON.stringify({ harness: h, 'server-filesystem': r, ratio }, null, 2) + '\n');
+console.error(`(calls in flight: ${concurrency})`);
+process.stdout.write(JSON.stringify({ concurrency, harness: h, 'server-filesystem': r, ratio }, null, 2) + '\n');
