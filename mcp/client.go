@@ -47,7 +47,10 @@ var _ runtime.Runtime = (*Client)(nil)
 //
 // A server that cannot be reached at start is not an error: it is logged,
 // and the first call to it tries again (its tools are then not registered
-// as actions). log may be nil. Close the client to stop its servers.
+// as actions). A stdio server runs in its own process group with only
+// PATH, HOME, USER, LOGNAME, LANG, LC_ALL, LC_CTYPE, TZ and TMPDIR of
+// Harness's environment; its stderr is kept (the last 4 KiB) for error
+// messages. log may be nil. Close the client to stop its servers.
 func NewClient(ctx context.Context, cfg policy.MCPConfig, reg *schema.Registry, log *slog.Logger) (*Client, error) {
 	if log == nil {
 		log = slog.Default()
@@ -127,10 +130,12 @@ func (c *Client) registerTools(reg *schema.Registry, cn *conn) []error {
 
 // Run calls the tool that a names: mcp_call's server and tool with its
 // arguments, or the tool of an mcp.<server>.<tool> action with its whole
-// input. It re-applies the allowlist (the guard has already), validates the
-// arguments, and returns the result payload documented at resultPayload.
-// Errors carry code mcp_error, timeout, invalid_input, action_disabled or
-// command_not_allowed.
+// input. It re-applies the allowlist (the guard has already) and validates
+// the arguments. The payload is {"server", "tool", "content": the MCP
+// content blocks as JSON, "text": their text joined by newlines,
+// "structured_content": the tool's structured result when it gave one}.
+// Errors carry code mcp_error (a tool error keeps that payload), timeout,
+// invalid_input, action_disabled or command_not_allowed.
 func (c *Client) Run(ctx context.Context, a action.Action) (map[string]any, error) {
 	t, ok, err := c.al.resolve(a)
 	if !ok {
