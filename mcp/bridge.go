@@ -268,8 +268,9 @@ func (s *Server) Tools() []string {
 
 // ServeStdio serves MCP over in and out (newline-delimited JSON-RPC) until
 // ctx is done or in ends. When in ends, the calls already read are
-// answered before it returns (bounded by drainTimeout). Logs never go to
-// out.
+// answered before it returns (for at most 30 seconds). Logs never go to
+// out. A read of in still blocked when ctx ends is left behind (the stdin
+// of a process that is ending).
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	f := &inflight{}
 	pr, pw := io.Pipe()
