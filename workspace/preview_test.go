@@ -52,3 +52,39 @@ func TestPreviewWritesAndRunsNothing(t *testing.T) {
 		t.Fatalf("escape preview: %v", err)
 	}
 }
+
+func TestCloseRemovesCommandTempDirWithLastWorkspace(t *testing.T) {
+	root := t.TempDir()
+	opts := DefaultOptions()
+	opts.Sandbox = SandboxOff
+	w1, err := New(root, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2, err := New(root, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w1.Run(context.Background(), action.Action{Name: "workspace_run_shell", Input: map[string]any{"command": "pwd"}}); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := privateDir(w1.Root())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("no private dir after a command: %v", err)
+	}
+	if err := w1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatal("closing one of two workspaces on a root removed their shared temp dir")
+	}
+	if err := w2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("temp dir left after the last Close: %v", err)
+	}
+}

@@ -28,9 +28,11 @@ package workspace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/harness-runtime/harness/action"
@@ -125,14 +127,46 @@ func New(dir string, opts Options) (*Workspace, error) {
 	if opts.Sandbox == "" {
 		opts.Sandbox = def.Sandbox
 	}
+	if opts.AllowedCommands == nil {
+		opts.AllowedCommands = def.AllowedCommands
+	}
+	if opts.AllowedGitSubcommands == nil {
+		opts.AllowedGitSubcommands = def.AllowedGitSubcommands
+	}
+	openRoots.Lock()
+	openRoots.n[abs]++
+	openRoots.Unlock()
 	return &Workspace{root: root, rootPath: abs, opts: opts}, nil
 }
+
+// openRoots counts the open Workspaces per root in this process: the
+// private directory of a root's commands (TMPDIR, build caches) is shared
+// by them and removed when the last one closes.
+var openRoots = struct {
+	sync.Mutex
+	n map[string]int
+}{n: map[string]int{}}
 
 // Root returns the absolute path of the workspace root.
 func (w *Workspace) Root() string { return w.rootPath }
 
-// Close releases the root directory handle.
-func (w *Workspace) Close() error { return w.root.Close() }
+// Close releases the root directory handle and, when it is the last open
+// Workspace on its root in this process, removes the private directory its
+// commands used. Close a Workspace once.
+func (w *Workspace) Close() error {
+	openRoots.Lock()
+	openRoots.n[w.rootPath]--
+	last := openRoots.n[w.rootPath] <= 0
+	if last {
+		delete(openRoots.n, w.rootPath)
+	}
+	openRoots.Unlock()
+	err := w.root.Close()
+	if last {
+		err = errors.Join(err, w.closeExec())
+	}
+	return err
+}
 
 // Run executes one workspace action. Its input has already been validated
 // against the action's schema by the guard; Run still checks types, so a
