@@ -34,14 +34,26 @@ func BenchmarkRunShellPwd(b *testing.B) {
 			}
 		}
 	})
-	for _, mode := range []string{SandboxOff, SandboxRequired} {
-		b.Run("run_shell-sandbox-"+mode, func(b *testing.B) {
+	// The helper a deployment uses: cmd/harness-sandbox, which links only
+	// this package (the test binary links every test dependency too).
+	small := filepath.Join(b.TempDir(), "harness-sandbox")
+	if out, err := exec.Command("go", "build", "-o", small, "github.com/harness-runtime/harness/cmd/harness-sandbox").CombinedOutput(); err != nil {
+		b.Logf("cannot build cmd/harness-sandbox, using the test binary as the helper: %v %s", err, out)
+		small = os.Args[0]
+	}
+	for _, v := range []struct{ name, mode, helper string }{
+		{"run_shell-sandbox-off", SandboxOff, os.Args[0]},
+		{"run_shell-sandbox-required-test-binary-helper", SandboxRequired, os.Args[0]},
+		{"run_shell-sandbox-required-harness-sandbox-helper", SandboxRequired, small},
+	} {
+		mode := v.mode
+		b.Run(v.name, func(b *testing.B) {
 			if mode == SandboxRequired && landlockABI() == 0 {
 				b.Skip("no Landlock")
 			}
 			opts := DefaultOptions()
 			opts.Sandbox = mode
-			opts.HelperPath = os.Args[0]
+			opts.HelperPath = v.helper
 			w, err := New(root, opts)
 			if err != nil {
 				b.Fatal(err)
