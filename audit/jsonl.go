@@ -211,8 +211,9 @@ func lastNewline(f *os.File, before, span int64) (int64, error) {
 }
 
 // Append writes event as the next record. With durable=true the file is
-// fsync'd before Append returns. The context bounds the wait for the file
-// lock; a write that has started is not interrupted.
+// fsync'd before Append returns. The context is checked before the append
+// starts; the wait for another process's append (one write and at most one
+// fsync) and the write itself are not interrupted.
 func (l *JSONL) Append(ctx context.Context, event any, durable bool) (Record, error) {
 	if err := ctx.Err(); err != nil {
 		return Record{}, fmt.Errorf("audit append: %w", err)

@@ -178,8 +178,8 @@ func VerifyJSONL(r io.Reader, opts ...Option) (Report, error) {
 // VerifyJSONLFile verifies the JSONL log at path as VerifyJSONL does. It
 // may run while writers append: it takes the writers' file lock just long
 // enough to learn the size of the log, and verifies that many bytes, so a
-// record being written is not mistaken for a torn one. ctx bounds the wait
-// for the lock.
+// record being written is not mistaken for a torn one. ctx is checked before
+// the wait for the lock.
 func VerifyJSONLFile(ctx context.Context, path string, opts ...Option) (Report, error) {
 	f, err := os.Open(path)
 	if err != nil {
