@@ -17,8 +17,9 @@
 //
 // Two stores write the same records: JSONL (a local file, one record per
 // line) and Postgres (one append-only table, one chain per instance). Both
-// are safe for concurrent use by many goroutines. Open picks one from a
-// configured target.
+// are safe for concurrent use by many goroutines and by several processes
+// (JSONL through a per-append flock, Postgres through an advisory lock per
+// chain). Open picks one from a configured target.
 //
 // # Durability and failing closed
 //
@@ -38,7 +39,8 @@
 //
 //   - the verifiers report it as the first bad record (naming its line and
 //     the seq that was expected there);
-//   - OpenJSONL repairs it: it copies the torn bytes to a file beside the
+//   - a JSONL log repairs it when it is opened, or before an append when
+//     another process left it: it copies the torn bytes to a file beside the
 //     log named "<log>.torn-<unix nanoseconds>" (mode 0600, fsync'd), then
 //     writes over the torn bytes a chain record whose event is
 //     {"kind":"audit_torn_tail","bytes":N,"sha256":"<hex of the dropped
