@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/harness-runtime/harness/audit"
 	"github.com/harness-runtime/harness/policy"
 	"github.com/harness-runtime/harness/runtime"
 	"github.com/harness-runtime/harness/workspace"
@@ -22,6 +23,9 @@ type BuildOptions struct {
 	Logger *slog.Logger
 	// Ready lists /readyz checks beyond the token store (the audit log).
 	Ready []ReadyCheck
+	// Audit receives the token records (see Options.Audit); nil records
+	// none.
+	Audit audit.Appender
 	// MaxInFlight bounds the action requests served at once (429 beyond);
 	// zero means no bound.
 	MaxInFlight int
@@ -59,7 +63,7 @@ func Build(ctx context.Context, cfg *policy.Config, opts BuildOptions) (*Server,
 		Harness: opts.Harness, Store: store,
 		TTL:      time.Duration(cfg.Harness.Trusted.TokenTTLSeconds) * time.Second,
 		Planners: WorkspacePlanners(opts.Workspace), Files: files,
-		Events: metrics.Token, Logger: opts.Logger,
+		Events: metrics.Token, Audit: opts.Audit, Logger: opts.Logger,
 	})
 	if err != nil {
 		closeAll()

@@ -21,6 +21,13 @@
 // and records the events. An unknown, used, expired, malformed or foreign
 // token gets the same not_found answer.
 //
+// With an audit log (Options.Audit), every token minted, redeemed or
+// refused as stale is recorded as a TokenRecord naming the token only by
+// the first 16 hex digits of its SHA-256; the run itself is named
+// "tok-<that ref>", so its pre_action/post_action events link back to the
+// preview that was approved. A preview whose record cannot be written
+// mints nothing.
+//
 // # What it does not guarantee
 //
 //   - The file check and the write are serialised per file within one

@@ -85,6 +85,8 @@ type fixture struct {
 	Server    *Server
 	Harness   *runtime.Harness
 	Clock     *fakeClock
+	// Entered receives one value each time the "block" builtin starts.
+	Entered chan struct{}
 }
 
 type fixtureOpts struct {
@@ -96,6 +98,8 @@ type fixtureOpts struct {
 	// block until it is closed.
 	maxInFlight int
 	block       chan struct{}
+	// audit replaces the JSONL log as the token records' appender.
+	audit audit.Appender
 }
 
 // newFixture starts an HTTP server over a real Harness, a real workspace
@@ -141,11 +145,13 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 		return map[string]any{"text": in["text"]}, nil
 	}))
 
+	entered := make(chan struct{}, 16)
 	if o.block != nil {
 		require.NoError(t, h.Register(runtime.Spec{
 			Name: "block", Description: "wait until the test lets go", Risk: "read",
 			Input: json.RawMessage(`{"type":"object"}`),
 		}, func(ctx context.Context, _ map[string]any) (map[string]any, error) {
+			entered <- struct{}{}
 			select {
 			case <-o.block:
 			case <-ctx.Done():
@@ -158,10 +164,14 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	require.NoError(t, err)
 	t.Cleanup(func() { files.Close() })
 	clock := &fakeClock{t: time.Now()}
+	var tokenAudit audit.Appender = alog
+	if o.audit != nil {
+		tokenAudit = o.audit
+	}
 	metrics := NewMetrics()
 	svc, err := NewService(Options{
 		Harness: h, Store: o.store, TTL: time.Duration(cfg.Harness.Trusted.TokenTTLSeconds) * time.Second,
-		Planners: WorkspacePlanners(ws), Files: files, Events: metrics.Token, Now: clock.Now, Logger: logger,
+		Planners: WorkspacePlanners(ws), Files: files, Events: metrics.Token, Audit: tokenAudit, Now: clock.Now, Logger: logger,
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { svc.Close() })
@@ -171,7 +181,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	require.NoError(t, err)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
-	return &fixture{URL: ts.URL, Root: root, AuditPath: auditPath, Logs: logs, Service: svc, Server: srv, Harness: h, Clock: clock}
+	return &fixture{URL: ts.URL, Root: root, AuditPath: auditPath, Logs: logs, Service: svc, Server: srv, Harness: h, Clock: clock, Entered: entered}
 }
 
 // call sends one request and decodes the JSON answer into a map.

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/harness-runtime/harness/action"
+	"github.com/harness-runtime/harness/audit"
 	"github.com/harness-runtime/harness/policy"
 )
 
@@ -243,22 +244,26 @@ func TestBadInputKeepsServing(t *testing.T) {
 		})
 	}
 	t.Run("huge body by chunks", func(t *testing.T) {
-		pr, pw := io.Pipe()
+		// A raw connection: the server may answer and close while the body
+		// is still being sent, which an http.Client can report as a write
+		// error instead of the answer.
+		c, err := net.Dial("tcp", strings.TrimPrefix(f.URL, "http://"))
+		require.NoError(t, err)
+		defer c.Close()
+		fmt.Fprintf(c, "POST /v1/actions/preview HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nTransfer-Encoding: chunked\r\n\r\n", keyAlice)
 		go func() {
-			chunk := []byte(strings.Repeat("x", 64<<10))
+			chunk := strings.Repeat("x", 64<<10)
 			for i := 0; i < 40; i++ {
-				if _, err := pw.Write(chunk); err != nil {
+				if _, err := fmt.Fprintf(c, "%x\r\n%s\r\n", len(chunk), chunk); err != nil {
 					return
 				}
 			}
-			pw.Close()
+			fmt.Fprint(c, "0\r\n\r\n")
 		}()
-		req, _ := http.NewRequest("POST", f.URL+"/v1/actions/preview", pr)
-		req.Header.Set("Authorization", "Bearer "+keyAlice)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		require.Equal(t, 413, resp.StatusCode)
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		buf := make([]byte, 512)
+		n, _ := io.ReadAtLeast(c, buf, 12)
+		require.Contains(t, string(buf[:n]), "HTTP/1.1 413")
 	})
 	t.Run("huge Content-Length is refused on the headers", func(t *testing.T) {
 		c, err := net.Dial("tcp", strings.TrimPrefix(f.URL, "http://"))
@@ -515,6 +520,7 @@ func TestTooManyInFlightIs429AndRecovers(t *testing.T) {
 		st, _ := call(t, "POST", f.URL+"/v1/actions", keyBob, map[string]any{"name": "block", "input": map[string]any{}})
 		first <- st
 	}()
+	<-f.Entered // the blocking action holds the only slot
 	require.Eventually(t, func() bool {
 		st, body := call(t, "POST", f.URL+"/v1/actions", keyBob, map[string]any{"name": "echo", "input": map[string]any{"text": "x"}})
 		return st == 429 && errCode(body) == "rate_limited"
@@ -567,4 +573,76 @@ func TestPreviewExecuteEveryPatchShape(t *testing.T) {
 			}
 		})
 	}
+}
+
+// auditLines decodes the events of a JSONL audit log.
+func auditLines(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		if line == "" {
+			continue
+		}
+		var rec struct {
+			Event map[string]any `json:"event"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &rec))
+		out = append(out, rec.Event)
+	}
+	return out
+}
+
+func TestTokenRecordsInTheAudit(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	ok := f.preview(t, keyAlice, patchAction("f.txt", "audited\n"))
+	st, o := call(t, "POST", f.URL+"/v1/actions/execute/"+ok, keyAlice, nil)
+	require.Equal(t, 200, st)
+	stale := f.preview(t, keyAlice, patchAction("f.txt", "stale\n"))
+	f.write(t, "f.txt", "moved on\n")
+	st, _ = call(t, "POST", f.URL+"/v1/actions/execute/"+stale, keyAlice, nil)
+	require.Equal(t, 409, st)
+
+	var tokens []map[string]any
+	runIDs := map[string]bool{}
+	for _, ev := range auditLines(t, f.AuditPath) {
+		if ev["kind"] == "trusted_token" {
+			tokens = append(tokens, ev)
+		}
+		if p, _ := ev["payload"].(map[string]any); p != nil {
+			if id, _ := p["action_id"].(string); id != "" {
+				runIDs[id] = true
+			}
+		}
+	}
+	ref := func(tok string) string { return TokenID(tok)[:16] }
+	var got []string
+	for _, ev := range tokens {
+		got = append(got, fmt.Sprintf("%s %s %s", ev["event"], ev["token_ref"], ev["principal"]))
+		require.Equal(t, "workspace_apply_patch", ev["action"])
+		require.Len(t, ev["action_hash"], 64)
+	}
+	require.Equal(t, []string{
+		"minted " + ref(ok) + " alice", "redeemed " + ref(ok) + " alice",
+		"minted " + ref(stale) + " alice", "stale " + ref(stale) + " alice",
+	}, got)
+	require.Equal(t, "tok-"+ref(ok), o["action_id"], "the run is named after its token")
+	require.True(t, runIDs["tok-"+ref(ok)], "the run's events carry that action_id")
+	require.Contains(t, tokens[3]["reason"], "f.txt")
+}
+
+// failingAppender is an audit log that cannot write.
+type failingAppender struct{}
+
+func (failingAppender) Append(context.Context, any, bool) (audit.Record, error) {
+	return audit.Record{}, errors.New("disk full")
+}
+
+func TestPreviewMintsNothingWhenTheAuditCannotRecord(t *testing.T) {
+	f := newFixture(t, fixtureOpts{audit: failingAppender{}})
+	st, body := call(t, "POST", f.URL+"/v1/actions/preview", keyAlice, patchAction("f.txt", "x\n"))
+	require.Equal(t, 500, st, "%v", body)
+	require.Equal(t, "internal", errCode(body))
+	require.Equal(t, 0, f.Service.Store().(*MemoryStore).Len(), "no token stored")
 }

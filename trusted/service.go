@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/harness-runtime/harness/action"
+	"github.com/harness-runtime/harness/audit"
 	"github.com/harness-runtime/harness/runtime"
 )
 
@@ -46,6 +47,10 @@ type Options struct {
 	Files FileChecker
 	// Events, when set, is told of every token event (see TokenEvent).
 	Events func(TokenEvent)
+	// Audit, when set, receives a record for every token minted, redeemed
+	// or refused as stale (see TokenRecord). Minting fails closed: a
+	// preview whose record cannot be written mints nothing.
+	Audit audit.Appender
 	// Now replaces time.Now, for tests.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -73,6 +78,7 @@ type Service struct {
 	planners map[string]Planner
 	files    FileChecker
 	events   func(TokenEvent)
+	audit    audit.Appender
 	now      func() time.Time
 	log      *slog.Logger
 
@@ -89,7 +95,7 @@ func NewService(opts Options) (*Service, error) {
 	}
 	s := &Service{
 		h: opts.Harness, store: opts.Store, ttl: opts.TTL, planners: opts.Planners,
-		files: opts.Files, events: opts.Events, now: opts.Now, log: opts.Logger,
+		files: opts.Files, events: opts.Events, audit: opts.Audit, now: opts.Now, log: opts.Logger,
 	}
 	if s.store == nil {
 		s.store, s.ownStore = NewMemoryStore(0), true
@@ -192,6 +198,9 @@ func (s *Service) Preview(ctx context.Context, p Principal, a action.Action) (Pr
 		Action: a, ActionHash: hash, Principal: p.Name, Tenant: p.Tenant,
 		CreatedAt: now.UTC(), ExpiresAt: now.Add(s.ttl).UTC(), Files: files,
 	}
+	if err := s.record(ctx, TokenMinted, id, rec, ""); err != nil {
+		return PreviewResult{}, &action.Error{Code: action.CodeInternal, Message: "the audit log cannot record the token, so none is minted", Err: err}
+	}
 	if err := s.store.Put(ctx, id, rec); err != nil {
 		return PreviewResult{}, &action.Error{Code: action.CodeInternal, Message: "cannot store the token", Err: err}
 	}
@@ -239,7 +248,8 @@ func (s *Service) Execute(ctx context.Context, p Principal, token string) (actio
 		s.events(TokenRefused)
 		return action.Observation{}, notFound()
 	}
-	rec, err := s.store.Consume(ctx, TokenID(token), p.Name, p.Tenant)
+	id := TokenID(token)
+	rec, err := s.store.Consume(ctx, id, p.Name, p.Tenant)
 	if errors.Is(err, ErrTokenNotFound) {
 		s.events(TokenRefused)
 		return action.Observation{}, notFound()
@@ -262,16 +272,26 @@ func (s *Service) Execute(ctx context.Context, p Principal, token string) (actio
 	defer unlock()
 	if err := s.checkFiles(ctx, rec.Files); err != nil {
 		s.events(TokenStale)
+		s.record(ctx, TokenStale, id, rec, action.MessageOf(err))
 		return action.Observation{}, err
 	}
 	a = withPrecondition(a, rec.Files)
 	a.Trusted = true
+	if a.ID == "" {
+		// Named after the token, so the run's events link to the token's
+		// records.
+		a.ID = "tok-" + tokenRef(id)
+	}
+	if err := s.record(ctx, TokenRedeemed, id, rec, a.ID); err != nil {
+		s.log.Error("trusted: cannot record the redeem; the action's own events still are", "err", err)
+	}
 	// The token is spent: the action runs to its end even if the caller
 	// goes away, so that a dropped connection never leaves a consumed token
 	// whose action was cut short. Runtimes bound it with their own limits.
 	obs := s.h.Execute(runtime.WithPrincipal(context.WithoutCancel(ctx), p.Name), a)
 	if obs.Code == action.CodeStalePreview {
 		s.events(TokenStale)
+		s.record(ctx, TokenStale, id, rec, obs.Message)
 		return obs, &action.Error{Code: action.CodeStalePreview, Message: obs.Message}
 	}
 	s.events(TokenRedeemed)
@@ -358,4 +378,51 @@ func (s *Service) lockFiles(files []FileState) (unlock func()) {
 // String describes the service for logs.
 func (s *Service) String() string {
 	return fmt.Sprintf("trusted.Service{ttl: %s, store: %T}", s.ttl, s.store)
+}
+
+// TokenRecord is the audit record of a token event. It names the token by
+// TokenRef (the first 16 hex digits of its ID, the SHA-256 of the token),
+// never by the token itself, and the action by name and canonical hash.
+type TokenRecord struct {
+	Kind       string     `json:"kind"` // always "trusted_token"
+	Event      TokenEvent `json:"event"`
+	TokenRef   string     `json:"token_ref"`
+	Principal  string     `json:"principal"`
+	Tenant     string     `json:"tenant,omitempty"`
+	Action     string     `json:"action"`
+	ActionHash string     `json:"action_hash"`
+	SessionID  string     `json:"session_id,omitempty"`
+	ExpiresAt  time.Time  `json:"expires_at"`
+	Files      int        `json:"files"`
+	// ActionID (redeemed) is the action_id of the run's events; Reason
+	// (stale) says what changed.
+	ActionID string `json:"action_id,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+func tokenRef(id string) string { return id[:16] }
+
+// record writes a token event to the audit log, when there is one. A
+// failure is logged here, except for minting, whose caller refuses the
+// preview instead.
+func (s *Service) record(ctx context.Context, e TokenEvent, id string, rec Record, extra string) error {
+	if s.audit == nil {
+		return nil
+	}
+	tr := TokenRecord{
+		Kind: "trusted_token", Event: e, TokenRef: tokenRef(id), Principal: rec.Principal, Tenant: rec.Tenant,
+		Action: rec.Action.Name, ActionHash: rec.ActionHash, SessionID: rec.Action.SessionID,
+		ExpiresAt: rec.ExpiresAt, Files: len(rec.Files),
+	}
+	switch e {
+	case TokenRedeemed:
+		tr.ActionID = extra
+	case TokenStale:
+		tr.Reason = extra
+	}
+	_, err := s.audit.Append(ctx, tr, false)
+	if err != nil && e != TokenMinted {
+		s.log.Error("trusted: audit record failed", "event", string(e), "err", err)
+	}
+	return err
 }

@@ -352,6 +352,7 @@ func startInProcess(ctx context.Context, store, auditMode string) (base, key str
 		return fail(err)
 	}
 	var recorder runtime.Recorder
+	var appender audit.Appender
 	switch auditMode {
 	case "jsonl":
 		alog, err := audit.Open(ctx, cfg.Harness.Audit.Path, "harness-load")
@@ -359,7 +360,7 @@ func startInProcess(ctx context.Context, store, auditMode string) (base, key str
 			return fail(err)
 		}
 		cleanup = append(cleanup, func() { alog.Close() })
-		recorder = runtime.AuditRecorder(alog)
+		recorder, appender = runtime.AuditRecorder(alog), alog
 	case "none":
 	default:
 		return fail(fmt.Errorf("-audit %q: want jsonl or none", auditMode))
@@ -370,7 +371,7 @@ func startInProcess(ctx context.Context, store, auditMode string) (base, key str
 		return fail(err)
 	}
 	cleanup = append(cleanup, func() { ws.Close() })
-	srv, closeSrv, err := trusted.Build(ctx, cfg, trusted.BuildOptions{Harness: h, Workspace: ws, Logger: quiet})
+	srv, closeSrv, err := trusted.Build(ctx, cfg, trusted.BuildOptions{Harness: h, Workspace: ws, Logger: quiet, Audit: appender})
 	if err != nil {
 		return fail(err)
 	}

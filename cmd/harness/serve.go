@@ -86,7 +86,7 @@ func serveCmd(ctx context.Context, args []string, s stdio) int {
 	defer e.Close()
 	access := slog.New(slog.NewJSONHandler(s.err, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	srv, closeSrv, err := trusted.Build(ctx, cfg, trusted.BuildOptions{
-		Harness: e.H, Workspace: e.WS, Logger: access, MaxInFlight: *maxInFlight,
+		Harness: e.H, Workspace: e.WS, Logger: access, MaxInFlight: *maxInFlight, Audit: e.Audit,
 		Ready: []trusted.ReadyCheck{{Name: "audit", Check: auditReady(e.Audit, cfg.Harness.Audit.Path)}},
 	})
 	if err != nil {
