@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
@@ -54,6 +55,8 @@ type Server struct {
 	key       []byte
 	flow      TrustFlow
 	pending   pendingTokens
+	disabled  map[string]bool
+	syncMu    sync.Mutex
 }
 
 // ServerOption configures NewServer.
@@ -84,25 +87,53 @@ func NewServer(h *runtime.Harness, cfg *policy.Config, opts ...ServerOption) (*S
 		s.confirmed[n] = true
 	}
 	s.srv = mcpserver.NewMCPServer("harness", Version,
-		mcpserver.WithToolCapabilities(false),
+		mcpserver.WithToolCapabilities(true),
 		mcpserver.WithElicitation(),
 		mcpserver.WithRecovery(),
 		mcpserver.WithInstructions("Harness runs an agent's actions behind a policy guard. Paths are relative to the workspace root. "+
 			"Every result carries the observation (status, code, message, payload) as structured content."),
 	)
-	disabled := map[string]bool{}
+	s.disabled = map[string]bool{}
 	for _, n := range cfg.Harness.DisabledActions {
-		disabled[n] = true
+		s.disabled[n] = true
 	}
+	if err := s.Sync(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Sync serves as tools the registered actions not served yet: at
+// NewServer all of them, later those registered since (the tools of an MCP
+// server that connected after the bridge started). Clients are told with
+// notifications/tools/list_changed. It is safe to call at any time.
+func (s *Server) Sync() error {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	served := s.srv.ListTools()
 	var tools []mcpserver.ServerTool
-	for _, sc := range h.Registry().List() {
-		if disabled[sc.Name] {
+	for _, sc := range s.h.Registry().List() {
+		if s.disabled[sc.Name] || served[sc.Name] != nil {
 			continue
 		}
 		tools = append(tools, mcpserver.ServerTool{Tool: s.toolFor(sc), Handler: s.handlerFor(sc.Name)})
 	}
-	s.srv.AddTools(tools...)
-	return s, nil
+	if len(tools) == 0 {
+		return nil
+	}
+	return addTools(s.srv, tools)
+}
+
+// addTools adds tools, turning mcp-go's panic on a tool it rejects into an
+// error.
+func addTools(srv *mcpserver.MCPServer, tools []mcpserver.ServerTool) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("mcp: serve tools: %v", r)
+		}
+	}()
+	srv.AddTools(tools...)
+	return nil
 }
 
 // toolFor describes one action as an MCP tool.

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -298,4 +299,50 @@ func TestBridgeRefusesNonObjectArguments(t *testing.T) {
 			assert.Equal(t, tc.code, structured(t, res).Code)
 		})
 	}
+}
+
+// TestBridgeSyncServesToolsRegisteredLater: with StartClient the bridge
+// serves before an MCP server is up; its tools are served once registered,
+// and a call made while the server starts waits for it.
+func TestBridgeSyncServesToolsRegisteredLater(t *testing.T) {
+	cfg := testConfig(t, fmt.Sprintf(`
+harness:
+  auto-approved-actions: [mcp_call, mcp.fake.echo]
+  mcp:
+    servers:
+      fake: {command: [%s], tools: [echo], register-tools: true, timeout-ms: 10000}
+`, quoteList(fakeCommand(t))))
+	cfg.Harness.Workspace.Root = t.TempDir()
+	servers := cfg.Harness.MCP
+	cfg.Harness.MCP.Servers = nil // buildHarness mounts no client; this test does
+	h, closeFn, err := buildHarness(cfg, nil)
+	require.NoError(t, err)
+	defer closeFn()
+	srv, err := NewServer(h, cfg, WithLogger(quietLogger()))
+	require.NoError(t, err)
+	assert.NotContains(t, srv.Tools(), "mcp.fake.echo")
+
+	synced := make(chan []string, 1)
+	c, errs := StartClient(context.Background(), servers, h.Registry(), quietLogger(), func(names []string) {
+		assert.NoError(t, srv.Sync()) // not require: this is not the test's goroutine
+		synced <- names
+	})
+	defer c.Close()
+	c.Mount(h)
+	// Started but maybe not ready: the call waits for the server.
+	obs := h.Execute(context.Background(), call("fake", "echo", map[string]any{"text": "early"}))
+	assert.Equal(t, action.StatusOK, obs.Status, obsString(obs))
+
+	select {
+	case names := <-synced:
+		assert.Equal(t, []string{"mcp.fake.echo"}, names)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the server's tools were never registered")
+	}
+	require.NoError(t, <-errs)
+	assert.Contains(t, srv.Tools(), "mcp.fake.echo")
+	res, err := srv.handlerFor("mcp.fake.echo")(context.Background(), mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{
+		Name: "mcp.fake.echo", Arguments: map[string]any{"text": "late"}}})
+	require.NoError(t, err)
+	assert.False(t, res.IsError, structured(t, res).Message)
 }

@@ -52,6 +52,22 @@ var _ runtime.Runtime = (*Client)(nil)
 // Harness's environment; its stderr is kept (the last 4 KiB) for error
 // messages. log may be nil. Close the client to stop its servers.
 func NewClient(ctx context.Context, cfg policy.MCPConfig, reg *schema.Registry, log *slog.Logger) (*Client, error) {
+	c, errs := StartClient(ctx, cfg, reg, log, nil)
+	if err := <-errs; err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// StartClient is NewClient without the wait: it returns at once and
+// connects in the background, so that a program (the MCP bridge) can serve
+// before slow servers are up. A call to a server still starting waits for
+// it. Each time a server's tools have been registered as actions,
+// registered is called with their names (it may be nil). The channel
+// receives the registration errors (nil for none) once every server has
+// been tried, and is then closed.
+func StartClient(ctx context.Context, cfg policy.MCPConfig, reg *schema.Registry, log *slog.Logger, registered func(names []string)) (*Client, <-chan error) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -70,36 +86,47 @@ func NewClient(ctx context.Context, cfg policy.MCPConfig, reg *schema.Registry, 
 	}
 	sort.Strings(names)
 
+	// Each server's first start holds its lock, so a call to it waits for
+	// the start instead of starting a second process.
+	var started sync.WaitGroup
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
 	for _, name := range names {
+		cn := c.conns[name]
+		started.Add(1)
 		wg.Add(1)
-		go func(cn *conn) {
+		go func() {
 			defer wg.Done()
-			if _, _, err := cn.ready(ctx); err != nil {
+			if _, _, err := cn.readyNotify(ctx, started.Done); err != nil {
 				log.Warn("mcp: server not available at start; the next call retries", "mcp_server", cn.name, "err", err)
+				return
 			}
-		}(c.conns[name])
-	}
-	wg.Wait()
-
-	if reg != nil {
-		var errs []error
-		for _, name := range names {
-			if !cfg.Servers[name].RegisterTools {
-				continue
+			if reg == nil || !cfg.Servers[cn.name].RegisterTools {
+				return
 			}
-			errs = append(errs, c.registerTools(reg, c.conns[name])...)
-		}
-		if err := errors.Join(errs...); err != nil {
-			c.Close()
-			return nil, err
-		}
+			added, rerrs := c.registerTools(reg, cn)
+			mu.Lock()
+			errs = append(errs, rerrs...)
+			mu.Unlock()
+			if len(added) > 0 && registered != nil {
+				registered(added)
+			}
+		}()
 	}
-	return c, nil
+	started.Wait()
+	done := make(chan error, 1)
+	go func() {
+		wg.Wait()
+		done <- errors.Join(errs...)
+		close(done)
+	}()
+	return c, done
 }
 
-// registerTools adds mcp.<server>.<tool> actions for a connected server.
-func (c *Client) registerTools(reg *schema.Registry, cn *conn) []error {
+// registerTools adds mcp.<server>.<tool> actions for a connected server
+// and returns the names it added.
+func (c *Client) registerTools(reg *schema.Registry, cn *conn) ([]string, []error) {
 	tools := cn.toolSnapshot()
 	names := make([]string, 0, len(tools))
 	for n := range tools {
@@ -107,6 +134,7 @@ func (c *Client) registerTools(reg *schema.Registry, cn *conn) []error {
 	}
 	sort.Strings(names)
 	var errs []error
+	var added []string
 	for _, n := range names {
 		rt := tools[n]
 		if rt.schema == nil {
@@ -116,16 +144,19 @@ func (c *Client) registerTools(reg *schema.Registry, cn *conn) []error {
 		if desc == "" {
 			desc = rt.def.Title
 		}
+		name := ToolActionPrefix + cn.name + "." + n
 		err := reg.Register(schema.ActionSchema{
-			Name:        ToolActionPrefix + cn.name + "." + n,
+			Name:        name,
 			Description: fmt.Sprintf("[MCP server %s] %s", cn.name, desc),
 			Runtime:     schema.RuntimeMCP, Trusted: true, Risk: rt.risk, Input: rt.schema.Input,
 		})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("register tool %s of MCP server %s: %w", n, cn.name, err))
+			continue
 		}
+		added = append(added, name)
 	}
-	return errs
+	return added, errs
 }
 
 // Run calls the tool that a names: mcp_call's server and tool with its

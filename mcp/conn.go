@@ -82,8 +82,17 @@ func (c *conn) toolSnapshot() map[string]*remoteTool {
 
 // ready returns a live client, starting the server or restarting a dead one.
 func (c *conn) ready(ctx context.Context) (*mcpclient.Client, map[string]*remoteTool, error) {
+	return c.readyNotify(ctx, nil)
+}
+
+// readyNotify is ready that calls locked, when not nil, once it holds the
+// connection's lock.
+func (c *conn) readyNotify(ctx context.Context, locked func()) (*mcpclient.Client, map[string]*remoteTool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if locked != nil {
+		locked()
+	}
 	if c.life.Err() != nil {
 		return nil, nil, errors.New("the MCP client is closed")
 	}
@@ -137,6 +146,8 @@ func (c *conn) startLocked(ctx context.Context) error {
 	}
 	ictx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	stop := context.AfterFunc(c.life, cancel) // Close does not wait for a slow start
+	defer stop()
 	init, err := cli.Initialize(ictx, mcpgo.InitializeRequest{Params: mcpgo.InitializeParams{
 		ClientInfo: mcpgo.Implementation{Name: "harness", Version: Version},
 	}})

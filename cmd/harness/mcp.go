@@ -5,9 +5,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/harness-runtime/harness/action"
@@ -23,13 +25,43 @@ func init() {
 		if len(e.Cfg.Harness.MCP.Servers) == 0 {
 			return nil
 		}
-		c, err := mcp.NewClient(ctx, e.Cfg.Harness.MCP, e.H.Registry(), e.Log)
-		if err != nil {
-			return fmt.Errorf("harness.mcp: %w", err)
+		if !bridgeStarting.Load() {
+			c, err := mcp.NewClient(ctx, e.Cfg.Harness.MCP, e.H.Registry(), e.Log)
+			if err != nil {
+				return fmt.Errorf("harness.mcp: %w", err)
+			}
+			c.Mount(e.H)
+			e.closers = append(e.closers, c.Close)
+			return nil
 		}
+		// harness mcp serves at once; the tools of servers that connect
+		// later are added to the bridge as they register.
+		c, errs := mcp.StartClient(ctx, e.Cfg.Harness.MCP, e.H.Registry(), e.Log, func([]string) { syncBridge(e.Log) })
 		c.Mount(e.H)
 		e.closers = append(e.closers, c.Close)
+		go func() {
+			if err := <-errs; err != nil {
+				e.Log.Warn("harness.mcp: some tools were not registered", "err", err)
+			}
+		}()
 		return nil
+	}
+}
+
+var (
+	// bridgeStarting is set by `harness mcp` before setup: the MCP client
+	// then connects in the background.
+	bridgeStarting atomic.Bool
+	// bridge is the running MCP bridge, for syncBridge.
+	bridge atomic.Pointer[mcp.Server]
+)
+
+// syncBridge serves the actions registered since the bridge started.
+func syncBridge(log *slog.Logger) {
+	if srv := bridge.Load(); srv != nil {
+		if err := srv.Sync(); err != nil {
+			log.Warn("harness mcp: cannot serve new tools", "err", err)
+		}
 	}
 }
 
@@ -60,7 +92,9 @@ func mcpCmd(ctx context.Context, args []string, s stdio) int {
 		fmt.Fprintf(s.err, "harness mcp: %v\n", err)
 		return exitUsage
 	}
+	bridgeStarting.Store(true)
 	e, err := setup(ctx, cfg, s)
+	bridgeStarting.Store(false)
 	if err != nil {
 		fmt.Fprintf(s.err, "harness mcp: %v\n", err)
 		return exitUsage
@@ -89,6 +123,9 @@ func mcpCmd(ctx context.Context, args []string, s stdio) int {
 		fmt.Fprintf(s.err, "harness mcp: %v\n", err)
 		return exitUsage
 	}
+	bridge.Store(srv)
+	defer bridge.Store(nil)
+	syncBridge(e.Log) // what registered between NewServer and Store
 	if *addr == "" {
 		if err := srv.ServeStdio(ctx, s.in, s.out); err != nil {
 			fmt.Fprintf(s.err, "harness mcp: %v\n", err)

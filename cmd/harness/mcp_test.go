@@ -276,3 +276,44 @@ func TestMCPCommandConfirmsThroughElicitation(t *testing.T) {
 		})
 	}
 }
+
+// TestMCPCommandServesWhileServersStart: a configured MCP server that is
+// slow to start (here: never answers) does not delay the bridge.
+func TestMCPCommandServesWhileServersStart(t *testing.T) {
+	cfg, root := mcpTestConfig(t, `  mcp:
+    servers:
+      slow: {command: [sleep, "60"], tools: [x], timeout-ms: 20000}
+`)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan int, 1)
+	start := time.Now()
+	go func() {
+		done <- dispatch(context.Background(), []string{"mcp", "--config", cfg, "--root", root}, stdio{in: inR, out: outW, err: io.Discard})
+		outW.Close()
+	}()
+	io.WriteString(inW, rpcInit+"\n"+rpcInitialized+"\n"+rpcList+"\n")
+	sc := bufio.NewScanner(outR)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var listed time.Duration
+	for sc.Scan() {
+		var r rpcResponse
+		if json.Unmarshal(sc.Bytes(), &r) == nil && r.ID == 2 {
+			listed = time.Since(start)
+			if len(r.Result.Tools) < 7 {
+				t.Errorf("tools/list: %s", sc.Text())
+			}
+			break
+		}
+	}
+	inW.Close()
+	go io.Copy(io.Discard, outR)
+	if listed == 0 || listed > 10*time.Second {
+		t.Errorf("tools/list answered after %v; the server's 20 s start must not delay it", listed)
+	}
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("harness mcp did not stop after its input ended while a server was starting")
+	}
+}
