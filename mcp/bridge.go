@@ -70,8 +70,8 @@ func WithPrincipal(p string) ServerOption { return func(s *Server) { s.principal
 
 // NewServer builds the bridge over h with cfg's rules (cfg must be
 // resolved and be the one h was built from). The tool list is taken from
-// h's registry now: register actions (and mount the MCP client, whose tools
-// may be registered as actions) before calling it.
+// h's registry now; Sync serves actions registered later (StartClient's
+// callback is the place to call it).
 func NewServer(h *runtime.Harness, cfg *policy.Config, opts ...ServerOption) (*Server, error) {
 	if h == nil || cfg == nil {
 		return nil, fmt.Errorf("mcp.NewServer: a Harness and a Config are required")
