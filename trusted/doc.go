@@ -21,12 +21,12 @@
 // and records the events. An unknown, used, expired, malformed or foreign
 // token gets the same not_found answer.
 //
-// With an audit log (Options.Audit), every token minted, redeemed or
-// refused as stale is recorded as a TokenRecord naming the token only by
-// the first 16 hex digits of its SHA-256; the run itself is named
-// "tok-<that ref>", so its pre_action/post_action events link back to the
-// preview that was approved. A preview whose record cannot be written
-// mints nothing.
+// With an audit log (Options.Audit), every token minted or refused as
+// stale is recorded as a TokenRecord naming the token only by the first 16
+// hex digits of its SHA-256, and naming the action_id its run will carry
+// ("tok-<that ref>" unless the action has its own id), so the run's
+// pre_action/post_action events link back to the preview that was
+// approved. A preview whose record cannot be written mints nothing.
 //
 // # What it does not guarantee
 //

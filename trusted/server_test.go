@@ -619,17 +619,17 @@ func TestTokenRecordsInTheAudit(t *testing.T) {
 	ref := func(tok string) string { return TokenID(tok)[:16] }
 	var got []string
 	for _, ev := range tokens {
-		got = append(got, fmt.Sprintf("%s %s %s", ev["event"], ev["token_ref"], ev["principal"]))
+		got = append(got, fmt.Sprintf("%s %s %s %s", ev["event"], ev["token_ref"], ev["principal"], ev["action_id"]))
 		require.Equal(t, "workspace_apply_patch", ev["action"])
 		require.Len(t, ev["action_hash"], 64)
 	}
 	require.Equal(t, []string{
-		"minted " + ref(ok) + " alice", "redeemed " + ref(ok) + " alice",
-		"minted " + ref(stale) + " alice", "stale " + ref(stale) + " alice",
+		"minted " + ref(ok) + " alice tok-" + ref(ok),
+		"minted " + ref(stale) + " alice tok-" + ref(stale), "stale " + ref(stale) + " alice tok-" + ref(stale),
 	}, got)
 	require.Equal(t, "tok-"+ref(ok), o["action_id"], "the run is named after its token")
 	require.True(t, runIDs["tok-"+ref(ok)], "the run's events carry that action_id")
-	require.Contains(t, tokens[3]["reason"], "f.txt")
+	require.Contains(t, tokens[2]["reason"], "f.txt")
 }
 
 // failingAppender is an audit log that cannot write.

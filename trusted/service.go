@@ -47,8 +47,9 @@ type Options struct {
 	Files FileChecker
 	// Events, when set, is told of every token event (see TokenEvent).
 	Events func(TokenEvent)
-	// Audit, when set, receives a record for every token minted, redeemed
-	// or refused as stale (see TokenRecord). Minting fails closed: a
+	// Audit, when set, receives a record for every token minted or
+	// refused as stale (see TokenRecord); a redeemed token's run is
+	// recorded by the Harness under the action_id the minted record names. Minting fails closed: a
 	// preview whose record cannot be written mints nothing.
 	Audit audit.Appender
 	// Now replaces time.Now, for tests.
@@ -277,14 +278,8 @@ func (s *Service) Execute(ctx context.Context, p Principal, token string) (actio
 	}
 	a = withPrecondition(a, rec.Files)
 	a.Trusted = true
-	if a.ID == "" {
-		// Named after the token, so the run's events link to the token's
-		// records.
-		a.ID = "tok-" + tokenRef(id)
-	}
-	if err := s.record(ctx, TokenRedeemed, id, rec, a.ID); err != nil {
-		s.log.Error("trusted: cannot record the redeem; the action's own events still are", "err", err)
-	}
+	// The run's events carry the action_id the minted record announced.
+	a.ID = runID(a, id)
 	// The token is spent: the action runs to its end even if the caller
 	// goes away, so that a dropped connection never leaves a consumed token
 	// whose action was cut short. Runtimes bound it with their own limits.
@@ -394,13 +389,22 @@ type TokenRecord struct {
 	SessionID  string     `json:"session_id,omitempty"`
 	ExpiresAt  time.Time  `json:"expires_at"`
 	Files      int        `json:"files"`
-	// ActionID (redeemed) is the action_id of the run's events; Reason
-	// (stale) says what changed.
-	ActionID string `json:"action_id,omitempty"`
+	// ActionID is the action_id the run's events will carry, which links
+	// them to this record; Reason (stale) says what changed.
+	ActionID string `json:"action_id"`
 	Reason   string `json:"reason,omitempty"`
 }
 
 func tokenRef(id string) string { return id[:16] }
+
+// runID is the action_id of a redeemed token's run: the action's own ID
+// when the previewer gave one, else "tok-" and the token's ref.
+func runID(a action.Action, id string) string {
+	if a.ID != "" {
+		return a.ID
+	}
+	return "tok-" + tokenRef(id)
+}
 
 // record writes a token event to the audit log, when there is one. A
 // failure is logged here, except for minting, whose caller refuses the
@@ -412,13 +416,7 @@ func (s *Service) record(ctx context.Context, e TokenEvent, id string, rec Recor
 	tr := TokenRecord{
 		Kind: "trusted_token", Event: e, TokenRef: tokenRef(id), Principal: rec.Principal, Tenant: rec.Tenant,
 		Action: rec.Action.Name, ActionHash: rec.ActionHash, SessionID: rec.Action.SessionID,
-		ExpiresAt: rec.ExpiresAt, Files: len(rec.Files),
-	}
-	switch e {
-	case TokenRedeemed:
-		tr.ActionID = extra
-	case TokenStale:
-		tr.Reason = extra
+		ExpiresAt: rec.ExpiresAt, Files: len(rec.Files), ActionID: runID(rec.Action, id), Reason: extra,
 	}
 	_, err := s.audit.Append(ctx, tr, false)
 	if err != nil && e != TokenMinted {
