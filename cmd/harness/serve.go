@@ -103,7 +103,10 @@ func serveCmd(ctx context.Context, args []string, s stdio) int {
 	hs := &http.Server{
 		Handler:           srv,
 		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		// Bodies are capped in size and, here, in time; answers are not
+		// (a trusted command may run for its whole timeout).
+		ReadTimeout: time.Minute,
+		IdleTimeout: 2 * time.Minute,
 		// In-flight actions keep running when the signal context is
 		// cancelled: Shutdown waits for them.
 		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
