@@ -97,6 +97,13 @@ func (l *JSONL) refresh() error {
 	if size == l.end {
 		return nil
 	}
+	if size < l.end {
+		// Only a truncation does this: appenders never shrink the file.
+		// The chain goes on from what is left; verifying against an
+		// anchor shows what went.
+		slog.Warn("audit log is shorter than this process last wrote it: records were removed",
+			"path", l.path, "size", size, "was", l.end)
+	}
 	end, last, err := lastLine(l.rw, size)
 	if err != nil {
 		return err

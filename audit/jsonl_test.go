@@ -410,3 +410,32 @@ func TestJSONLRefusesOverlongLastLine(t *testing.T) {
 		t.Fatalf("OpenJSONL = %v, want ErrCorrupt", err)
 	}
 }
+
+func TestJSONLFollowsCopyTruncate(t *testing.T) {
+	// logrotate's copytruncate empties the file under a running writer.
+	path := filepath.Join(t.TempDir(), "a.jsonl")
+	l, err := OpenJSONL(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx := context.Background()
+	for range 3 {
+		if _, err := l.Append(ctx, "before rotation", false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := l.Append(ctx, "after rotation", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Seq != 1 || rec.PrevHash != ZeroHash {
+		t.Errorf("first record after the truncation: seq %d prev %s, want a new chain", rec.Seq, rec.PrevHash)
+	}
+	if rep := verifyFile(t, path); !rep.OK() || rep.Records != 1 {
+		t.Fatalf("%s", rep)
+	}
+}
