@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -345,4 +346,37 @@ harness:
 		Name: "mcp.fake.echo", Arguments: map[string]any{"text": "late"}}})
 	require.NoError(t, err)
 	assert.False(t, res.IsError, structured(t, res).Message)
+}
+
+// TestBridgeOverHTTPWithModernClient: an mcp-go client of the stateless
+// 2026-07-28 protocol over streamable HTTP (the TypeScript SDK tests cover
+// the 2025-11-25 sessions).
+func TestBridgeOverHTTPWithModernClient(t *testing.T) {
+	root := workspaceRoot(t)
+	cfg := testConfig(t, "harness: {auto-approved-actions: [workspace_read_file]}\n")
+	cfg.Harness.Workspace.Root = root
+	h, closeFn, err := buildHarness(cfg, nil)
+	require.NoError(t, err)
+	defer closeFn()
+	srv, err := NewServer(h, cfg, WithLogger(quietLogger()))
+	require.NoError(t, err)
+	hs := httptest.NewServer(srv.HTTPHandler())
+	defer hs.Close()
+
+	cli, err := mcpclient.NewStreamableHttpClient(hs.URL + "/mcp")
+	require.NoError(t, err)
+	defer cli.Close()
+	ctx := context.Background()
+	require.NoError(t, cli.Start(ctx))
+	init, err := cli.Initialize(ctx, mcpgo.InitializeRequest{Params: mcpgo.InitializeParams{ClientInfo: mcpgo.Implementation{Name: "modern", Version: "1"}}})
+	require.NoError(t, err)
+	assert.Equal(t, mcpgo.ProtocolVersion20260728, init.ProtocolVersion)
+	res, err := cli.CallTool(ctx, mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "workspace_read_file", Arguments: map[string]any{"path": "a.txt"}}})
+	require.NoError(t, err)
+	assert.False(t, res.IsError)
+	assert.Equal(t, "hello world\nsecond line\n", res.Content[0].(mcpgo.TextContent).Text)
+	res, err = cli.CallTool(ctx, mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "workspace_read_file", Arguments: map[string]any{"path": "/etc/passwd"}}})
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	assert.Equal(t, action.CodePathOutsideRoot, structured(t, res).Code)
 }
