@@ -31,32 +31,19 @@ import (
 
 const serveKey = "serve-test-key-5d1e"
 
-var (
-	buildOnce sync.Once
-	builtBin  string
-	buildErr  error
-	buildLog  []byte
-)
-
-// harnessBinary builds ./cmd/harness once per test run.
+// harnessBinary builds ./cmd/harness into the test's temporary directory
+// (the build cache makes every build after the first a link).
 func harnessBinary(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "harness-serve-test-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtBin = filepath.Join(dir, "harness")
-		buildLog, buildErr = exec.Command("go", "build", "-o", builtBin, ".").CombinedOutput()
-	})
-	if buildErr != nil {
+	bin := filepath.Join(t.TempDir(), "harness")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("go build ./cmd/harness: %v\n%s", buildErr, buildLog)
+			t.Fatalf("go build ./cmd/harness: %v\n%s", err, out)
 		}
-		t.Skipf("go build ./cmd/harness failed (another package may be mid-edit): %v\n%s", buildErr, buildLog)
+		t.Skipf("go build ./cmd/harness failed (another package may be mid-edit): %v\n%s", err, out)
 	}
-	return builtBin
+	return bin
 }
 
 func testRedisURL() string {
