@@ -260,6 +260,7 @@ func TestStoreOutageFailsClosed(t *testing.T) {
 	store := NewRedisStore(broken, "harness-test-outage:")
 	f := newFixture(t, fixtureOpts{store: store})
 	tok := f.preview(t, keyAlice, patchAction("f.txt", "never\n"))
+	t.Cleanup(func() { c.Del(context.Background(), "harness-test-outage:"+TokenID(tok)) })
 	broken.Close()
 
 	st, body := call(t, "POST", f.URL+"/v1/actions/execute/"+tok, keyAlice, nil)
