@@ -4,15 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	mcpclient "github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -67,44 +64,6 @@ func BenchmarkBridgeRead64KiB(b *testing.B) {
 // workspace_list_files of a 1,000-entry directory.
 func BenchmarkBridgeList1000(b *testing.B) {
 	benchCall(b, benchBridge(b), "workspace_list_files", map[string]any{"path": "many"})
-}
-
-// BenchmarkStdioRead64KiB is one workspace_read_file of a 64 KiB file
-// through the stdio transport (both ends in process, no audit).
-func BenchmarkStdioRead64KiB(b *testing.B) {
-	benchStdio(b, "workspace_read_file", map[string]any{"path": "big.txt"})
-}
-
-// BenchmarkStdioList1000 is one workspace_list_files of a 1,000-entry
-// directory through the stdio transport.
-func BenchmarkStdioList1000(b *testing.B) {
-	benchStdio(b, "workspace_list_files", map[string]any{"path": "many"})
-}
-
-func benchStdio(b *testing.B, name string, args map[string]any) {
-	s := benchBridge(b)
-	cr, sw := io.Pipe()
-	sr, cw := io.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = s.ServeStdio(ctx, sr, sw); close(done) }()
-	b.Cleanup(func() { cancel(); cw.Close(); sw.Close(); <-done })
-	cli := mcpclient.NewClient(transport.NewIO(cr, cw, io.NopCloser(strings.NewReader(""))))
-	if err := cli.Start(ctx); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := cli.Initialize(ctx, mcpgo.InitializeRequest{}); err != nil {
-		b.Fatal(err)
-	}
-	req := mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: name, Arguments: args}}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		res, err := cli.CallTool(ctx, req)
-		if err != nil || res.IsError {
-			b.Fatalf("%v %v", err, res)
-		}
-	}
 }
 
 // BenchmarkInteropVsFilesystemServer runs testdata/node/bench.mjs: the
