@@ -293,3 +293,31 @@ harness:
 	assert.Equal(t, action.CodeMCPError, action.CodeOf(err))
 	assert.Zero(t, c.conns["fake"].pid(), "no server is started after Close")
 }
+
+func TestMCPToolAddedLaterBecomesCallable(t *testing.T) {
+	c, err := NewClient(context.Background(), testConfig(t, fmt.Sprintf(`
+harness:
+  mcp:
+    servers:
+      fake: {command: [%s], tools: [grow, late]}
+`, quoteList(fakeCommand(t)))).Harness.MCP, nil, quietLogger())
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Run(context.Background(), call("fake", "late", nil))
+	require.Error(t, err, "not offered yet")
+	assert.Contains(t, err.Error(), "does not offer")
+	_, err = c.Run(context.Background(), call("fake", "grow", nil))
+	require.NoError(t, err)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, err := c.Run(context.Background(), call("fake", "late", nil))
+		if err == nil {
+			assert.Equal(t, "late tool", out["text"])
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the tool the server added was never callable: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

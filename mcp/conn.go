@@ -141,6 +141,11 @@ func (c *conn) startLocked(ctx context.Context) error {
 		return fmt.Errorf("start MCP server %s: %w", c.name, err)
 	}
 	c.cli, c.proc, c.started = cli, proc, true
+	cli.OnNotification(func(n mcpgo.JSONRPCNotification) {
+		if n.Method == string(mcpgo.MethodNotificationToolsListChanged) {
+			go c.refreshTools(cli)
+		}
+	})
 	if proc != nil {
 		proc.watch()
 	}
@@ -163,6 +168,27 @@ func (c *conn) startLocked(ctx context.Context) error {
 	c.tools.Store(&tools)
 	c.log.Debug("mcp: server ready", "protocol", c.protocol, "tools", len(list.Tools), "allowed", len(tools))
 	return nil
+}
+
+// refreshTools re-reads tools/list after the server said it changed, so
+// that an allowed tool it adds becomes callable and a changed input schema
+// is the one arguments are checked against. Actions registered at start
+// (register-tools) are not added or removed.
+func (c *conn) refreshTools(cli *mcpclient.Client) {
+	ctx, cancel := context.WithTimeout(c.life, c.timeout)
+	defer cancel()
+	list, err := cli.ListTools(ctx, mcpgo.ListToolsRequest{})
+	if err != nil {
+		c.log.Warn("mcp: tools/list after list_changed failed", "err", err)
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cli != cli { // restarted meanwhile: the new start read its own list
+		return
+	}
+	tools := c.importTools(list.Tools)
+	c.tools.Store(&tools)
 }
 
 // importTools keeps the allowed tools and compiles their input schemas.

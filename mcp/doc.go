@@ -23,7 +23,9 @@
 // What the bridge does not do: authenticate (serve HTTP on loopback only,
 // as `harness mcp --http` enforces); emit events for a refusal decided while
 // previewing an action for confirmation (nothing ran; the observation says
-// why); import tools a server adds after start.
+// why). On the client side, a tool a server adds later (announced with
+// notifications/tools/list_changed) becomes callable through mcp_call when
+// allowed, but is not registered as an mcp.<server>.<tool> action.
 //
 // Both sides negotiate the protocol revision their peer speaks: the
 // stateless 2026-07-28 core with peers that know it, the initialize

@@ -76,7 +76,7 @@ func serveBridgeForTest() int {
 // fakeServer is an MCP server with tools that succeed, fail, hang, die and
 // one that no test config allows.
 func fakeServer() *mcpserver.MCPServer {
-	s := mcpserver.NewMCPServer("fake", "1.0.0", mcpserver.WithToolCapabilities(false))
+	s := mcpserver.NewMCPServer("fake", "1.0.0", mcpserver.WithToolCapabilities(true))
 	yes := true
 	echo := mcpgo.NewTool("echo", mcpgo.WithDescription("echo text"),
 		mcpgo.WithString("text", mcpgo.Required()), mcpgo.WithReadOnlyHintAnnotation(true))
@@ -101,6 +101,12 @@ func fakeServer() *mcpserver.MCPServer {
 		fmt.Fprintln(os.Stderr, "fake server: crashing on purpose")
 		os.Exit(3)
 		return nil, nil
+	})
+	s.AddTool(mcpgo.NewTool("grow"), func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+		s.AddTool(mcpgo.NewTool("late"), func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			return mcpgo.NewToolResultText("late tool"), nil
+		})
+		return mcpgo.NewToolResultText("grown"), nil
 	})
 	wipe := mcpgo.NewTool("wipe", mcpgo.WithDestructiveHintAnnotation(yes))
 	s.AddTool(wipe, func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
