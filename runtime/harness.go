@@ -155,7 +155,12 @@ func (h *Harness) Execute(ctx context.Context, a action.Action) (obs action.Obse
 	}
 	ev := eventFrame{h: h, ctx: ctx, a: &a, id: id, principal: req.Principal}
 	ev.input = h.sanitizer.Value(a.Input, sensitive)
+	// A trusted action runs only after a durable record that it is about
+	// to run (fail closed). Its outcome is recorded durably too when it can
+	// have changed something; a read's outcome goes to the log without an
+	// fsync of its own (the next durable record or the OS flushes it).
 	durable := sc != nil && sc.Trusted
+	durableOutcome := durable && sc.Risk != schema.RiskRead
 
 	if !d.Allowed() {
 		obs.Source, obs.Status, obs.Code, obs.Message = action.SourcePolicy, action.StatusBlocked, d.Code, d.Message
@@ -196,7 +201,7 @@ func (h *Harness) Execute(ctx context.Context, a action.Action) (obs action.Obse
 		obs.Status, obs.Payload = action.StatusOK, payload
 	}
 	obs.LatencyMS = ms(time.Since(start))
-	ev.emit(ahp.PostAction, &obs, durable)
+	ev.emit(ahp.PostAction, &obs, durableOutcome)
 	if obs.Status == action.StatusError {
 		ev.emit(ahp.Error, &obs, false)
 	}

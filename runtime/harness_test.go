@@ -309,3 +309,50 @@ func BenchmarkExecuteNoop(b *testing.B) {
 		}
 	}
 }
+
+type flagRecorder struct {
+	mu    sync.Mutex
+	flags map[string]bool // event type -> durable
+}
+
+func (f *flagRecorder) Record(_ context.Context, ev ahp.Event, durable bool) error {
+	f.mu.Lock()
+	f.flags[string(ev.EventType)] = durable
+	f.mu.Unlock()
+	return nil
+}
+
+func TestAuditDurability(t *testing.T) {
+	cases := []struct {
+		name              string
+		a                 action.Action
+		wantPre, wantPost bool
+	}{
+		{"untrusted builtin", action.Action{Name: "noop"}, false, false},
+		{"trusted read", action.Action{Name: "workspace_read_file", Input: map[string]any{"path": "a"}, Trusted: true}, true, false},
+		{"trusted write", action.Action{Name: "workspace_apply_patch", Input: map[string]any{"path": "a", "content": "x"}, Trusted: true}, true, true},
+		{"trusted exec", action.Action{Name: "workspace_run_shell", Input: map[string]any{"command": "pwd"}, Trusted: true}, true, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := policy.Default()
+			s, _ := sanitize.New(sanitize.Options{Key: []byte("0123456789abcdef")})
+			reg := schema.Catalog()
+			rec := &flagRecorder{flags: map[string]bool{}}
+			h, err := New(Options{Registry: reg, Guard: policy.NewGuard(reg, cfg), Sanitizer: s, Recorder: rec})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.Mount(schema.RuntimeWorkspace, action.SourceWorkspace, RuntimeFunc(func(context.Context, action.Action) (map[string]any, error) {
+				return map[string]any{}, nil
+			}))
+			h.Register(Spec{Name: "noop"}, func(context.Context, map[string]any) (map[string]any, error) { return nil, nil })
+			if obs := h.Execute(context.Background(), tc.a); !obs.OK() {
+				t.Fatalf("observation %+v", obs)
+			}
+			if rec.flags["pre_action"] != tc.wantPre || rec.flags["post_action"] != tc.wantPost {
+				t.Fatalf("durable pre=%v post=%v, want %v %v", rec.flags["pre_action"], rec.flags["post_action"], tc.wantPre, tc.wantPost)
+			}
+		})
+	}
+}
