@@ -8,7 +8,7 @@ BIN     := bin/harness
 PKGS    := ./...
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build run test test-short bench lint fmt tools deps clean example
+.PHONY: all build run test test-short bench load contract lint fmt tools deps clean example
 
 all: build
 
@@ -16,9 +16,13 @@ build:
 	$(GO) build -o $(BIN) ./cmd/harness
 	$(GO) build -o bin/harness-sandbox ./cmd/harness-sandbox
 
-# The main job on embedded defaults.
+# The main job on embedded defaults: the HTTP service with an in-memory
+# token store, a JSONL audit log and a demo workspace in a temporary
+# directory. It prints a one-time API key and a curl example of
+# preview -> execute. ADDR=host:port to listen elsewhere.
+ADDR ?= 127.0.0.1:8080
 run: build
-	./$(BIN) serve --demo
+	./$(BIN) serve --demo --addr $(ADDR)
 
 # The library's usage example: a scripted ReAct loop on a demo workspace.
 example:
@@ -37,9 +41,9 @@ tools:
 	fi
 	@command -v node >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm; }
 
-# Go modules and the npm packages of the MCP interoperability tests.
+# The npm packages of the MCP interoperability tests (Go modules come
+# through the module proxy as the build needs them).
 deps: tools
-	$(GO) mod download
 	@if [ -f mcp/testdata/node/package.json ]; then \
 	  npm ci --prefix mcp/testdata/node --no-audit --no-fund --loglevel=error; \
 	fi
@@ -52,9 +56,29 @@ test: deps
 test-short:
 	$(GO) test -short $(PKGS)
 
+# Speed and memory targets (see each package's benchmarks): the dispatcher,
+# the sanitizer, the audit log, search against ripgrep and grep, command
+# overhead with and without the sandbox, patches against git apply and GNU
+# patch, preview/execute pairs, and the MCP bridge against the reference
+# filesystem server. Machines here are shared: compare ratios from one run.
 bench: deps build
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1s ./action ./runtime ./sanitize ./audit
-	$(GO) test -run '^$$' -bench . -benchmem ./workspace/...
+	$(GO) test -run '^$$' -bench . -benchmem ./action ./schema ./runtime ./sanitize ./audit ./trusted
+	$(GO) test -run '^$$' -bench 'SearchVsRipgrep' -benchtime 5x ./workspace
+	$(GO) test -run '^$$' -bench 'RunShellPwd' -benchtime 200x ./workspace
+	$(GO) test -run '^$$' -bench 'ApplyCorpus|ApplyInMemory' -benchtime 3x ./workspace/patch
+	$(GO) test -run '^$$' -bench 'InteropVsFilesystemServer' -benchtime 1x ./mcp
+	$(MAKE) load
+
+# Load test of harness serve: 32 clients doing preview -> execute of a
+# small patch, in memory and with Redis.
+load:
+	$(GO) run ./cmd/harness-load -store memory -clients 32 -duration 10s
+	$(GO) run ./cmd/harness-load -store redis://127.0.0.1:6379/15 -clients 32 -duration 10s
+
+# The SPEC's CLI and HTTP contract, checked from outside (needs ../shared).
+contract: build
+	bash ../shared/contract/core.sh
+	bash ../shared/contract/trusted.sh
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
