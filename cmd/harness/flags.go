@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 )
 
 // newFlags returns a flag set that reports errors instead of exiting and
@@ -35,10 +34,7 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		if len(args) > 0 && len(rest) < len(args) && args[len(args)-len(rest)-1] == "--" {
 			return append(pos, rest...), nil
 		}
-		pos = append(pos, rest[0])
+		pos = append(pos, rest[0]) // "-" (stdin) is positional too
 		args = rest[1:]
-		if len(rest[0]) > 1 && strings.HasPrefix(rest[0], "-") {
-			return nil, fmt.Errorf("unexpected %s", rest[0])
-		}
 	}
 }

@@ -56,7 +56,7 @@ func runPatch(ctx context.Context, args []string, s stdio) int {
 	strip := fs.Int("strip", -1, "strip `N` leading path components from header names; -1 guesses 0 or 1 (a/ b/ prefixes or none) per file")
 	trust := fs.Bool("trust-line-numbers", false, "let a hunk's line number choose among places where its lines match verbatim (for diffs made by diff or git against these very files; never for a model's patch)")
 	fuzz := fs.Float64("fuzz", 0, "similarity threshold `F` (0..1) of the fuzzy stage (default 0.8)")
-	pos, err := patchArgs(fs, args)
+	pos, err := parseInterspersed(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
@@ -128,26 +128,6 @@ func runPatch(ctx context.Context, args []string, s stdio) int {
 		fmt.Fprintf(s.err, "harness patch: dry run: %d file(s) would change; nothing was written\n", len(plan.Files))
 	}
 	return exitOK
-}
-
-// patchArgs parses flags given before or after the FILE argument.
-func patchArgs(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		consumed := len(args) - len(rest)
-		if consumed > 0 && args[consumed-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
 }
 
 func readPatchText(pos []string, stdin io.Reader) (string, error) {
