@@ -103,16 +103,52 @@ func (w *Workspace) proposePatch(ctx context.Context, in map[string]any) (map[st
 	return plan.Payload(false), nil
 }
 
-// applyPatch plans and writes under patchMu, so the files it read cannot be
-// changed by another patch of this process before they are written.
+// maxPatchAttempts bounds how often applyPatch plans again because its plan
+// came to touch paths it had not locked; after that it runs alone.
+const maxPatchAttempts = 3
+
+// applyPatch plans, then writes under the locks of the paths the plan
+// touches, so the files it read cannot be changed by another patch of this
+// process before they are written. The plan is made before the locks are
+// taken; if a file it read changed by the time they are held, it is made
+// again under them, so a concurrent patch never makes this one stale.
 func (w *Workspace) applyPatch(ctx context.Context, in map[string]any) (map[string]any, error) {
 	if !w.opts.WriteEnabled {
 		return nil, action.Errorf(action.CodeWriteDisabled, "writes are disabled for this workspace")
 	}
-	patchMu.Lock()
-	defer patchMu.Unlock()
 	plan, err := w.plan(ctx, in, true)
 	if err != nil {
+		return nil, err
+	}
+	for range maxPatchAttempts {
+		keys := w.planKeys(plan)
+		patchAll.RLock()
+		unlock := lockPaths(keys)
+		if w.checkUnchanged(plan) != nil {
+			// Something changed since the plan was made: plan again,
+			// now holding the locks. The new plan may touch other paths
+			// (a create became a modify, a name resolved differently).
+			plan, err = w.plan(ctx, in, true)
+			if err == nil && !coveredBy(w.planKeys(plan), keys) {
+				unlock()
+				patchAll.RUnlock()
+				continue
+			}
+		}
+		if err == nil {
+			err = w.commitPlan(ctx, plan)
+		}
+		unlock()
+		patchAll.RUnlock()
+		if err != nil {
+			return nil, err
+		}
+		return plan.Payload(true), nil
+	}
+	// The plan kept moving under the path locks: plan and write alone.
+	patchAll.Lock()
+	defer patchAll.Unlock()
+	if plan, err = w.plan(ctx, in, true); err != nil {
 		return nil, err
 	}
 	if err := w.commitPlan(ctx, plan); err != nil {
@@ -554,11 +590,6 @@ func (w *Workspace) planPatch(ctx context.Context, p *patch.Patch, opts patch.Op
 // maxParallelWrites bounds the temporary files written at once.
 const maxParallelWrites = 16
 
-// patchMu serialises ApplyPlan within the process, so that the check that
-// files are unchanged and the writes are not interleaved with another
-// patch. Other processes writing the same files are not excluded.
-var patchMu sync.Mutex
-
 // ApplyPlan writes a plan made by PlanPatch, all files or none.
 //
 // It first re-reads every file the plan read and refuses with
@@ -571,12 +602,30 @@ var patchMu sync.Mutex
 // steps already done are undone from the contents held in the plan, so on
 // an error the files are as they were. A crash in the middle can leave the
 // change half done and a temporary file (.harness-patch-*.tmp) behind.
+//
+// Within the process, the check and the writes hold a lock on every path
+// the plan touches (both names of a rename): applies that share a path are
+// serialised, applies to different paths run concurrently. Other
+// processes writing the same files are not excluded.
 func (w *Workspace) ApplyPlan(ctx context.Context, plan PatchPlan) error {
 	if !w.opts.WriteEnabled {
 		return action.Errorf(action.CodeWriteDisabled, "writes are disabled for this workspace")
 	}
-	patchMu.Lock()
-	defer patchMu.Unlock()
+	patchAll.RLock()
+	defer patchAll.RUnlock()
+	unlock := lockPaths(w.planKeys(plan))
+	defer unlock()
+	if err := w.checkUnchanged(plan); err != nil {
+		return err
+	}
+	return w.commitPlan(ctx, plan)
+}
+
+// checkUnchanged checks the write rules of every path of plan again and
+// that every file it read is as it read it: stale_preview if one changed
+// or a file to create appeared. The caller holds the locks of plan's
+// paths.
+func (w *Workspace) checkUnchanged(plan PatchPlan) error {
 	for _, f := range plan.Files {
 		if _, err := w.checkTarget(f.Path, true); err != nil {
 			return err
@@ -607,11 +656,11 @@ func (w *Workspace) ApplyPlan(ctx context.Context, plan PatchPlan) error {
 			return action.Errorf(action.CodeStalePreview, "%s changed since the patch was planned", quote(src))
 		}
 	}
-	return w.commitPlan(ctx, plan)
+	return nil
 }
 
-// commitPlan writes plan; the caller holds patchMu and has checked that
-// the files are as the plan read them.
+// commitPlan writes plan; the caller holds the locks of plan's paths and
+// has checked that the files are as the plan read them.
 func (w *Workspace) commitPlan(ctx context.Context, plan PatchPlan) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -733,6 +782,14 @@ func (tx *patchTx) mkdirs(dir string) error {
 	}
 	for i := len(missing) - 1; i >= 0; i-- {
 		if err := tx.w.root.Mkdir(missing[i], 0o755); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				// A concurrent apply to another file may have made it:
+				// then it is not this apply's to remove on rollback.
+				// Anything but a real directory is refused.
+				if fi, serr := tx.w.root.Lstat(missing[i]); serr == nil && fi.IsDir() {
+					continue
+				}
+			}
 			return fmt.Errorf("mkdir %s: %w", missing[i], err)
 		}
 		tx.dirs = append(tx.dirs, missing[i])
