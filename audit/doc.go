@@ -29,8 +29,13 @@
 // error. With durable=false the record has been handed to the operating
 // system (JSONL) or committed without waiting for the WAL flush (Postgres),
 // so a machine crash may lose the records written since the last durable
-// one (and leave a torn line, see below), never a durable one. After a failed write or fsync a JSONL log refuses every further
-// Append until it is reopened, because the file's tail is then unknown.
+// one (and leave a torn line, see below), never a durable one. A JSONL log
+// commits in groups: concurrent durable appends share one fsync, taken
+// without holding the log's lock, and each returns only once an fsync
+// that started after its own record was written has succeeded. After a
+// failed write or fsync, every append still waiting for that fsync fails,
+// and a JSONL log refuses every further Append until it is reopened,
+// because the file's tail is then unknown.
 //
 // # Torn last line
 //

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/harness-runtime/harness/action"
@@ -38,6 +39,34 @@ type JSONL struct {
 	end      int64 // file size after this log's last look; -1: unknown
 	broken   error
 	closed   bool
+
+	// written counts the lines this log has written; it changes under mu
+	// and is read by the fsync leader without it.
+	written atomic.Uint64
+	gc      groupCommit
+}
+
+// groupCommit is the state of a JSONL's fsyncs. It has its own mutex so
+// that waiting for, and handing out, fsync results never holds up writers.
+// At most one appender at a time (the leader) fsyncs, outside any lock,
+// for every line written when it started; the others queue as waiters and
+// are told the result, or told to lead the next fsync.
+type groupCommit struct {
+	mu      sync.Mutex
+	synced  uint64 // lines known to be on disk
+	syncing bool   // a leader is fsyncing or being handed the lead
+	err     error  // the first failed fsync; nothing is synced after it
+	waiters []syncWaiter
+}
+
+type syncWaiter struct {
+	n    uint64 // the waiter's line
+	done chan syncResult
+}
+
+type syncResult struct {
+	lead bool // the receiver leads the next fsync
+	err  error
 }
 
 var _ Log = (*JSONL)(nil)
@@ -217,10 +246,15 @@ func lastNewline(f *os.File, before, span int64) (int64, error) {
 	return -1, nil
 }
 
-// Append writes event as the next record. With durable=true the file is
-// fsync'd before Append returns. The context is checked before the append
-// starts; the wait for another process's append (one write and at most one
-// fsync) and the write itself are not interrupted.
+// Append writes event as the next record. With durable=true Append returns
+// only once the record is on disk: fsync'd by this call or by a
+// concurrent one that started after the record was written (group commit:
+// concurrent durable appends share fsyncs, and no lock of the log is held
+// during an fsync). If that fsync fails, every append waiting for it
+// fails and the log is broken (ErrBroken) from then on. The context is
+// checked before the append starts; the wait for another process's append
+// (one write), the write itself and the wait for the fsync are not
+// interrupted.
 func (l *JSONL) Append(ctx context.Context, event any, durable bool) (Record, error) {
 	if err := ctx.Err(); err != nil {
 		return Record{}, fmt.Errorf("audit append: %w", err)
@@ -230,7 +264,23 @@ func (l *JSONL) Append(ctx context.Context, event any, durable bool) (Record, er
 		return Record{}, fmt.Errorf("audit append: event: %w", err)
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	rec, err := l.write(ctx, ev)
+	n := l.written.Load()
+	l.mu.Unlock()
+	if err != nil {
+		return Record{}, err
+	}
+	if durable {
+		if err := l.waitSynced(n); err != nil {
+			return Record{}, fmt.Errorf("audit append to %s: %w", l.path, err)
+		}
+	}
+	return rec, nil
+}
+
+// write seals ev as the next record and writes it, holding the flock.
+// The caller holds mu.
+func (l *JSONL) write(ctx context.Context, ev []byte) (Record, error) {
 	switch {
 	case l.closed:
 		return Record{}, ErrClosed
@@ -255,26 +305,114 @@ func (l *JSONL) Append(ctx context.Context, event any, durable bool) (Record, er
 		return Record{}, fmt.Errorf("audit append to %s: %w", l.path, err)
 	}
 	l.seq, l.prev, l.end = rec.Seq, rec.Hash, l.end+int64(len(line))
-	if durable {
-		if err := l.syncFile(l.f); err != nil {
-			// After a failed fsync the kernel may have dropped the data:
-			// nothing written since the last good fsync can be trusted.
-			l.broken = err
-			return Record{}, fmt.Errorf("audit append to %s: fsync: %w", l.path, err)
-		}
-	}
+	l.written.Add(1)
 	return rec, nil
 }
 
-// Sync makes every record appended so far durable.
+// waitSynced returns once the first n lines this log wrote are on disk.
+// If no fsync is in flight it fsyncs itself (leads); otherwise it waits
+// for the leader to report, and leads the next fsync if the leader hands
+// it over. After a failed fsync it fails, as does every later call for a
+// line not yet on disk: the kernel may have dropped anything written since
+// the last good fsync. The caller holds no lock.
+func (l *JSONL) waitSynced(n uint64) error {
+	g := &l.gc
+	g.mu.Lock()
+	for {
+		switch {
+		case g.synced >= n:
+			g.mu.Unlock()
+			return nil
+		case g.err != nil:
+			err := g.err
+			g.mu.Unlock()
+			return fmt.Errorf("record not made durable: %w", err)
+		case g.syncing:
+			done := make(chan syncResult, 1)
+			g.waiters = append(g.waiters, syncWaiter{n: n, done: done})
+			g.mu.Unlock()
+			r := <-done
+			if !r.lead {
+				if r.err != nil {
+					return fmt.Errorf("record not made durable: %w", r.err)
+				}
+				return nil
+			}
+			// Handed the lead: syncing stayed true for this call.
+			g.mu.Lock()
+			if g.synced >= n || g.err != nil {
+				l.passLead()
+				continue
+			}
+		default:
+			g.syncing = true
+		}
+		target := l.written.Load()
+		g.mu.Unlock()
+		err := l.syncFile(l.f)
+		if err != nil {
+			l.mu.Lock()
+			if l.broken == nil {
+				l.broken = fmt.Errorf("fsync: %w", err)
+			}
+			l.mu.Unlock()
+		}
+		g.mu.Lock()
+		switch {
+		case err != nil && g.err == nil:
+			g.err = fmt.Errorf("fsync: %w", err)
+		case err == nil && target > g.synced:
+			g.synced = target
+		}
+		l.passLead()
+	}
+}
+
+// passLead tells every waiter whose line is on disk (or, after a failed
+// fsync, every waiter) its result, and hands the lead to the first waiter
+// left, if any; otherwise no fsync is in flight any more. The caller holds
+// gc.mu and leads.
+func (l *JSONL) passLead() {
+	g := &l.gc
+	l.answerWaiters()
+	if len(g.waiters) == 0 {
+		g.syncing = false
+		return
+	}
+	next := g.waiters[0]
+	g.waiters = g.waiters[1:]
+	next.done <- syncResult{lead: true}
+}
+
+// answerWaiters tells every waiter whose line is on disk, or every waiter
+// after a failed fsync, its result, keeping the others. The caller holds
+// gc.mu.
+func (l *JSONL) answerWaiters() {
+	g := &l.gc
+	left := g.waiters[:0]
+	for _, w := range g.waiters {
+		switch {
+		case w.n <= g.synced:
+			w.done <- syncResult{}
+		case g.err != nil:
+			w.done <- syncResult{err: g.err}
+		default:
+			left = append(left, w)
+		}
+	}
+	clear(g.waiters[len(left):])
+	g.waiters = left
+}
+
+// Sync makes every record appended so far by this log durable.
 func (l *JSONL) Sync() error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
+	closed := l.closed
+	l.mu.Unlock()
+	if closed {
 		return ErrClosed
 	}
-	if err := l.syncFile(l.f); err != nil {
-		l.broken = err
+	if err := l.waitSynced(l.written.Load()); err != nil {
 		return fmt.Errorf("audit sync %s: %w", l.path, err)
 	}
 	return nil
@@ -300,7 +438,21 @@ func (l *JSONL) Close() error {
 	l.closed = true
 	var err error
 	if l.broken == nil {
+		// An fsync in flight may still be running: this one covers
+		// everything written (mu stops new writes), so every waiter
+		// can be answered now.
 		err = l.syncFile(l.f)
+		l.gc.mu.Lock()
+		if err == nil {
+			l.gc.synced = max(l.gc.synced, l.written.Load())
+		} else {
+			l.broken = fmt.Errorf("fsync: %w", err)
+			if l.gc.err == nil {
+				l.gc.err = l.broken
+			}
+		}
+		l.answerWaiters()
+		l.gc.mu.Unlock()
 	}
 	err = errors.Join(err, l.f.Close(), l.rw.Close())
 	if err != nil {
