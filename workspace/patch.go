@@ -103,37 +103,39 @@ func (w *Workspace) proposePatch(ctx context.Context, in map[string]any) (map[st
 	return plan.Payload(false), nil
 }
 
-// maxPatchAttempts bounds how often applyPatch plans again because its plan
-// came to touch paths it had not locked; after that it runs alone.
+// maxPatchAttempts bounds how often applyPatch locks paths and plans
+// before it gives up on path locks and runs alone.
 const maxPatchAttempts = 3
 
-// applyPatch plans, then writes under the locks of the paths the plan
+// applyPatch plans and writes holding the locks of the paths the plan
 // touches, so the files it read cannot be changed by another patch of this
-// process before they are written. The plan is made before the locks are
-// taken; if a file it read changed by the time they are held, it is made
-// again under them, so a concurrent patch never makes this one stale.
+// process before they are written. When the input names its path, that
+// path is locked before planning. Otherwise (a multi-file patch) the plan
+// is made first, its paths are locked, and it is made again under the
+// locks only if a file it read changed meanwhile: a concurrent patch never
+// makes this one stale.
 func (w *Workspace) applyPatch(ctx context.Context, in map[string]any) (map[string]any, error) {
 	if !w.opts.WriteEnabled {
 		return nil, action.Errorf(action.CodeWriteDisabled, "writes are disabled for this workspace")
 	}
-	plan, err := w.plan(ctx, in, true)
-	if err != nil {
-		return nil, err
-	}
+	keys := w.inputKeys(in)
+	var plan PatchPlan
+	planned := false
 	for range maxPatchAttempts {
-		keys := w.planKeys(plan)
 		patchAll.RLock()
 		unlock := lockPaths(keys)
-		if w.checkUnchanged(plan) != nil {
-			// Something changed since the plan was made: plan again,
-			// now holding the locks. The new plan may touch other paths
-			// (a create became a modify, a name resolved differently).
+		var err error
+		if !planned || w.checkUnchanged(plan) != nil {
 			plan, err = w.plan(ctx, in, true)
-			if err == nil && !coveredBy(w.planKeys(plan), keys) {
-				unlock()
-				patchAll.RUnlock()
-				continue
-			}
+		}
+		if err == nil && !coveredBy(w.planKeys(plan), keys) {
+			// The plan touches paths not locked (the first plan of a
+			// multi-file patch, or the files changed under it): lock
+			// those and check again.
+			unlock()
+			patchAll.RUnlock()
+			keys, planned = w.planKeys(plan), true
+			continue
 		}
 		if err == nil {
 			err = w.commitPlan(ctx, plan)
@@ -148,13 +150,29 @@ func (w *Workspace) applyPatch(ctx context.Context, in map[string]any) (map[stri
 	// The plan kept moving under the path locks: plan and write alone.
 	patchAll.Lock()
 	defer patchAll.Unlock()
-	if plan, err = w.plan(ctx, in, true); err != nil {
+	plan, err := w.plan(ctx, in, true)
+	if err != nil {
 		return nil, err
 	}
 	if err := w.commitPlan(ctx, plan); err != nil {
 		return nil, err
 	}
 	return plan.Payload(true), nil
+}
+
+// inputKeys returns the lock key of the path input names, if it names one
+// that may be valid; nil otherwise. It only parses the name: the plan
+// checks it.
+func (w *Workspace) inputKeys(in map[string]any) []string {
+	p, ok := in["path"].(string)
+	if !ok {
+		return nil
+	}
+	rel, _, err := parsePath(p)
+	if err != nil {
+		return nil
+	}
+	return []string{w.lockKey(rel)}
 }
 
 // PlanPatch computes what workspace_apply_patch would do with input in
