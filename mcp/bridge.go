@@ -301,19 +301,53 @@ func (s *Server) Tools() []string {
 // ctx is done or in ends. When in ends, the calls already read are
 // answered before it returns (for at most 30 seconds). Logs never go to
 // out. A read of in still blocked when ctx ends is left behind (the stdin
-// of a process that is ending).
+// of a process that is ending), and so is a write to out that the client
+// does not read within 5 seconds of the end: ServeStdio returns anyway, and
+// the messages not written are lost.
+//
+// mcp-go keeps one stdio session per process: serve at most one stdio
+// client at a time in a process.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	f := &inflight{}
 	pr, pw := io.Pipe()
-	go drainingInput(ctx, in, pw, f)
+	ended := make(chan struct{})
+	go drainingInput(ctx, in, pw, f, drainTimeout, ended)
+	grace := outputGrace
+	gated := newGatedOutput(out)
+	defer gated.close()
 	ss := mcpserver.NewStdioServer(s.srv)
 	ss.SetErrorLogger(slogToLog(s.log))
-	err := ss.Listen(ctx, pr, countingWriter{w: out, f: f})
+	listened := make(chan error, 1)
+	go func() { listened <- ss.Listen(ctx, pr, countingWriter{w: gated, f: f}) }()
+	var err error
+	select {
+	case err = <-listened:
+	case <-ended:
+		err = waitOrAbandonOutput(listened, gated, grace)
+	case <-ctx.Done():
+		err = waitOrAbandonOutput(listened, gated, grace)
+	}
 	_ = pr.Close()
 	if err != nil && (ctx.Err() != nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe)) {
 		return nil
 	}
 	return err
+}
+
+// waitOrAbandonOutput waits for the stdio server to stop once its input is
+// over: calls and writes under way get outputGrace, then writes to a client
+// that no longer reads fail, which releases the calls blocked on them (mcp-go
+// waits for every request goroutine before Listen returns).
+func waitOrAbandonOutput(listened <-chan error, gated *gatedOutput, grace time.Duration) error {
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case err := <-listened:
+		return err
+	case <-t.C:
+	}
+	gated.close()
+	return <-listened
 }
 
 // HTTPHandler returns the streamable HTTP transport (with legacy sessions

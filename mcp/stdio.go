@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"regexp"
 	"sync"
@@ -14,7 +15,73 @@ import (
 // ends: calls already read finish (a client may write its requests and
 // close its end at once), but a call waiting for an answer that can no
 // longer come is not waited for forever.
-const drainTimeout = 30 * time.Second
+// (A variable for the tests.)
+var drainTimeout = 30 * time.Second
+
+// outputGrace bounds how long the bridge waits, once its input is over (or
+// its context done), for writes to a client that no longer reads its
+// output. After it, those writes fail, so that no call stays blocked on a
+// full pipe and ServeStdio returns. (A variable for the tests.)
+var outputGrace = 5 * time.Second
+
+// errOutputClosed is the error of a write to the client's output after the
+// bridge gave up on it.
+var errOutputClosed = errors.New("mcp: stdio output abandoned: the client stopped reading")
+
+// gatedOutput serialises the writes to the client's output on one
+// goroutine, so that a write blocked on a client that stopped reading can be
+// abandoned: after close, pending and later writes fail at once with
+// errOutputClosed. A write already handed to the underlying writer is left
+// to finish (or to fail when the output is closed), on that goroutine only.
+type gatedOutput struct {
+	reqs   chan gatedWrite
+	closed chan struct{}
+	once   sync.Once
+}
+
+type gatedWrite struct {
+	p    []byte
+	done chan error
+}
+
+func newGatedOutput(w io.Writer) *gatedOutput {
+	g := &gatedOutput{reqs: make(chan gatedWrite), closed: make(chan struct{})}
+	go func() {
+		for {
+			select {
+			case req := <-g.reqs:
+				_, err := w.Write(req.p)
+				req.done <- err
+			case <-g.closed:
+				return
+			}
+		}
+	}()
+	return g
+}
+
+// Write hands a copy of p to the output goroutine and waits until it is
+// written or the output is closed.
+func (g *gatedOutput) Write(p []byte) (int, error) {
+	req := gatedWrite{p: append([]byte(nil), p...), done: make(chan error, 1)}
+	select {
+	case g.reqs <- req:
+	case <-g.closed:
+		return 0, errOutputClosed
+	}
+	select {
+	case err := <-req.done:
+		if err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	case <-g.closed:
+		return 0, errOutputClosed
+	}
+}
+
+// close makes every pending and later Write fail with errOutputClosed.
+func (g *gatedOutput) close() { g.once.Do(func() { close(g.closed) }) }
 
 // inflight counts the requests read from a stdio client that have not been
 // answered yet. mcp-go's stdio server cancels every call still running
@@ -104,8 +171,9 @@ func (c countingWriter) Write(p []byte) (int, error) {
 
 // drainingInput copies the client's lines into the pipe the stdio server
 // reads, counting requests, and closes the pipe only once the requests read
-// have been answered.
-func drainingInput(ctx context.Context, in io.Reader, pw *io.PipeWriter, f *inflight) {
+// have been answered (or drainTimeout passed); then it closes ended.
+func drainingInput(ctx context.Context, in io.Reader, pw *io.PipeWriter, f *inflight, drain time.Duration, ended chan<- struct{}) {
+	defer close(ended)
 	r := bufio.NewReaderSize(in, 64<<10)
 	for {
 		line, err := r.ReadBytes('\n')
@@ -118,7 +186,7 @@ func drainingInput(ctx context.Context, in io.Reader, pw *io.PipeWriter, f *infl
 			}
 		}
 		if err != nil {
-			f.wait(ctx, drainTimeout)
+			f.wait(ctx, drain)
 			_ = pw.CloseWithError(err)
 			return
 		}

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -78,6 +80,61 @@ func TestStdioMessageClassification(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.isRequest, isRequest([]byte(tc.line)))
 			assert.Equal(t, tc.isResponse, responseHead.MatchString(tc.line))
+		})
+	}
+}
+
+// TestServeStdioReturnsWhenTheClientStopsReading: a client that closes its
+// input (or whose context ends) and never reads the bridge's output does not
+// keep ServeStdio, and so `harness mcp`, running: the writes blocked on it
+// are abandoned after outputGrace.
+func TestServeStdioReturnsWhenTheClientStopsReading(t *testing.T) {
+	oldDrain, oldGrace := drainTimeout, outputGrace
+	drainTimeout, outputGrace = 200*time.Millisecond, 200*time.Millisecond
+	t.Cleanup(func() { drainTimeout, outputGrace = oldDrain, oldGrace })
+	cfg := testConfig(t, "harness: {}\n")
+	cfg.Harness.Workspace.Root = t.TempDir()
+	h, closeFn, err := buildHarness(cfg, nil)
+	require.NoError(t, err)
+	defer closeFn()
+	srv, err := NewServer(h, cfg, WithLogger(quietLogger()))
+	require.NoError(t, err)
+	session := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+	}, "\n") + "\n"
+	tests := []struct {
+		name string
+		in   func() io.Reader // the client's end of the bridge's input
+		stop func(cancel context.CancelFunc)
+	}{
+		{"input ends", func() io.Reader { return strings.NewReader(session) }, func(context.CancelFunc) {}},
+		{"context ends", func() io.Reader {
+			// The session, then an input that never ends.
+			pr, pw := io.Pipe()
+			t.Cleanup(func() { pw.Close() })
+			go io.WriteString(pw, session)
+			return pr
+		}, func(cancel context.CancelFunc) { time.Sleep(100 * time.Millisecond); cancel() }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			outR, outW := io.Pipe() // nobody reads outR
+			t.Cleanup(func() { outR.Close() })
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- srv.ServeStdio(ctx, tc.in(), outW) }()
+			tc.stop(cancel)
+			select {
+			case err := <-done:
+				if err != nil && !errors.Is(err, errOutputClosed) {
+					t.Errorf("ServeStdio: %v", err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("ServeStdio did not return while its output was blocked on a client that stopped reading")
+			}
 		})
 	}
 }
