@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -77,7 +78,22 @@ func TestMCPCommandServesStdio(t *testing.T) {
 	in := rpcLines(rpcInit, rpcInitialized, rpcList,
 		rpcCall(3, "workspace_read_file", `{"path":"a.txt"}`),
 		rpcCall(4, "workspace_read_file", `{"path":"/etc/passwd"}`))
-	code := dispatch(context.Background(), []string{"mcp", "--config", cfg, "--root", root}, stdio{in: in, out: &out, err: &errb})
+	// The input ends after the last call: the bridge answers what it read,
+	// then exits; a bridge that does not is stopped and reported.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() {
+		done <- dispatch(ctx, []string{"mcp", "--config", cfg, "--root", root}, stdio{in: in, out: &out, err: &errb})
+	}()
+	var code int
+	select {
+	case code = <-done:
+	case <-time.After(stepTimeout(t, 45*time.Second)):
+		cancel()
+		<-done
+		t.Fatal("harness mcp did not exit after its input ended")
+	}
 	if code != exitOK {
 		t.Fatalf("exit %d, stderr: %s", code, errb.String())
 	}
@@ -172,7 +188,7 @@ func TestMCPCommandServesHTTP(t *testing.T) {
 	}()
 	addr := regexp.MustCompile(`http://(127\.0\.0\.1:\d+)/mcp`)
 	var url string
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && url == ""; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(stepTimeout(t, 20*time.Second)); time.Now().Before(deadline) && url == ""; time.Sleep(20 * time.Millisecond) {
 		if m := addr.FindStringSubmatch(errb.String()); m != nil {
 			url = m[0]
 		}
@@ -184,7 +200,7 @@ func TestMCPCommandServesHTTP(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(rpcInit))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := (&http.Client{Timeout: stepTimeout(t, 20*time.Second)}).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,8 +215,127 @@ func TestMCPCommandServesHTTP(t *testing.T) {
 		if code != exitOK {
 			t.Errorf("exit %d after cancel; stderr: %s", code, errb.String())
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(stepTimeout(t, 20*time.Second)):
 		t.Fatal("harness mcp --http did not stop when its context ended")
+	}
+}
+
+// stepTimeout bounds one wait of a test: d, or less when the test binary's
+// own deadline (go test -timeout) comes sooner, so that a stuck step fails
+// with its own message instead of the binary panicking with every goroutine.
+func stepTimeout(t *testing.T, d time.Duration) time.Duration {
+	if dl, ok := t.Deadline(); ok {
+		if left := time.Until(dl) - 10*time.Second; left < d {
+			return max(left, time.Second)
+		}
+	}
+	return d
+}
+
+// mcpStdio is `harness mcp` serving stdio in-process over pipes, as an MCP
+// client sees it. Every wait on it is bounded; its output is read to the
+// end, so that the bridge never blocks on a test that stopped listening;
+// and the test's cleanup waits for the command to exit, so that no bridge
+// outlives its test (mcp-go's stdio session is one per process).
+type mcpStdio struct {
+	t     *testing.T
+	inW   *io.PipeWriter
+	lines chan []byte
+	done  chan int
+}
+
+func startMCPStdio(t *testing.T, args ...string) *mcpStdio {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &mcpStdio{t: t, inW: inW, lines: make(chan []byte, 64), done: make(chan int, 1)}
+	go func() {
+		s.done <- dispatch(ctx, append([]string{"mcp"}, args...), stdio{in: inR, out: outW, err: io.Discard})
+		outW.Close()
+	}()
+	stop := make(chan struct{})
+	go func() {
+		defer close(s.lines)
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := append([]byte(nil), sc.Bytes()...)
+			select {
+			case s.lines <- line:
+			case <-stop: // the test is over: discard
+			}
+		}
+		_, _ = io.Copy(io.Discard, outR)
+	}()
+	t.Cleanup(func() {
+		close(stop)
+		inW.Close()
+		select {
+		case <-s.done:
+		case <-time.After(stepTimeout(t, 45*time.Second)):
+			t.Errorf("harness mcp did not exit after its input ended")
+		}
+		cancel()
+		inR.CloseWithError(errors.New("test over"))
+		outR.Close()
+	})
+	return s
+}
+
+// send writes one line to the bridge's input.
+func (s *mcpStdio) send(line string) {
+	s.t.Helper()
+	errc := make(chan error, 1)
+	go func() { _, err := io.WriteString(s.inW, line+"\n"); errc <- err }()
+	d := stepTimeout(s.t, 20*time.Second)
+	select {
+	case err := <-errc:
+		if err != nil {
+			s.t.Fatalf("writing to harness mcp: %v", err)
+		}
+	case <-time.After(d):
+		s.t.Fatalf("harness mcp did not read its input within %v", d)
+	}
+}
+
+// next returns the bridge's next output line.
+func (s *mcpStdio) next() []byte {
+	s.t.Helper()
+	d := stepTimeout(s.t, 20*time.Second)
+	select {
+	case line, ok := <-s.lines:
+		if !ok {
+			s.t.Fatal("harness mcp closed its output before answering")
+		}
+		return line
+	case <-time.After(d):
+		s.t.Fatalf("no message from harness mcp within %v", d)
+	}
+	return nil
+}
+
+// response returns the response to request id, skipping other messages.
+func (s *mcpStdio) response(id int) rpcResponse {
+	s.t.Helper()
+	for {
+		line := s.next()
+		var r rpcResponse
+		if json.Unmarshal(line, &r) == nil && r.ID == id && !bytes.Contains(line, []byte(`"method":`)) {
+			return r
+		}
+	}
+}
+
+// closeAndWait ends the bridge's input and waits at most d for it to exit.
+func (s *mcpStdio) closeAndWait(d time.Duration) (code int, exited bool) {
+	s.inW.Close()
+	select {
+	case code := <-s.done:
+		s.done <- code // for the cleanup
+		return code, true
+	case <-time.After(stepTimeout(s.t, d)):
+		return 0, false
 	}
 }
 
@@ -220,26 +355,18 @@ func TestMCPCommandConfirmsThroughElicitation(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, root := mcpTestConfig(t, "  mcp: {bridge: {trusted-actions: [workspace_apply_patch]}}\n")
-			inR, inW := io.Pipe()
-			outR, outW := io.Pipe()
-			done := make(chan int, 1)
-			go func() {
-				done <- dispatch(context.Background(), []string{"mcp", "--config", cfg, "--root", root}, stdio{in: inR, out: outW, err: io.Discard})
-				outW.Close()
-			}()
-			send := func(line string) {
-				if _, err := io.WriteString(inW, line+"\n"); err != nil {
-					t.Fatal(err)
-				}
+			s := startMCPStdio(t, "--config", cfg, "--root", root)
+			// A client waits for the answer to initialize before it goes on.
+			s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{}}},"clientInfo":{"name":"t","version":"1"}}}`)
+			if r := s.response(1); r.Result.ProtocolVersion != "2025-11-25" {
+				t.Fatalf("initialize: %+v", r)
 			}
-			send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{}}},"clientInfo":{"name":"t","version":"1"}}}`)
-			send(rpcInitialized)
-			send(rpcCall(2, "workspace_apply_patch", `{"path":"a.txt","content":"bye\n"}`))
-			sc := bufio.NewScanner(outR)
-			sc.Buffer(make([]byte, 1<<20), 1<<20)
+			s.send(rpcInitialized)
+			s.send(rpcCall(2, "workspace_apply_patch", `{"path":"a.txt","content":"bye\n"}`))
 			var asked string
 			var final rpcResponse
-			for sc.Scan() {
+			for {
+				line := s.next()
 				var msg struct {
 					ID     json.RawMessage `json:"id"`
 					Method string          `json:"method"`
@@ -247,22 +374,23 @@ func TestMCPCommandConfirmsThroughElicitation(t *testing.T) {
 						Message string `json:"message"`
 					} `json:"params"`
 				}
-				if err := json.Unmarshal(sc.Bytes(), &msg); err != nil {
-					t.Fatal(err)
+				if err := json.Unmarshal(line, &msg); err != nil {
+					t.Fatalf("stdout carries only JSON-RPC, got %q", line)
 				}
 				if msg.Method == "elicitation/create" {
 					asked = msg.Params.Message
-					send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, msg.ID, tc.answer))
+					s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, msg.ID, tc.answer))
 					continue
 				}
 				var r rpcResponse
-				if err := json.Unmarshal(sc.Bytes(), &r); err == nil && r.ID == 2 {
+				if msg.Method == "" && json.Unmarshal(line, &r) == nil && r.ID == 2 {
 					final = r
 					break
 				}
 			}
-			inW.Close()
-			<-done
+			if code, exited := s.closeAndWait(20 * time.Second); !exited || code != exitOK {
+				t.Errorf("harness mcp after its input ended: exited %v, code %d", exited, code)
+			}
 			if !strings.Contains(asked, "workspace_apply_patch") || !strings.Contains(asked, "-hello\n+bye") {
 				t.Errorf("the person was not shown the action and its diff: %q", asked)
 			}
@@ -284,36 +412,21 @@ func TestMCPCommandServesWhileServersStart(t *testing.T) {
     servers:
       slow: {command: [sleep, "60"], tools: [x], timeout-ms: 20000}
 `)
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	done := make(chan int, 1)
 	start := time.Now()
-	go func() {
-		done <- dispatch(context.Background(), []string{"mcp", "--config", cfg, "--root", root}, stdio{in: inR, out: outW, err: io.Discard})
-		outW.Close()
-	}()
-	io.WriteString(inW, rpcInit+"\n"+rpcInitialized+"\n"+rpcList+"\n")
-	sc := bufio.NewScanner(outR)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	var listed time.Duration
-	for sc.Scan() {
-		var r rpcResponse
-		if json.Unmarshal(sc.Bytes(), &r) == nil && r.ID == 2 {
-			listed = time.Since(start)
-			if len(r.Result.Tools) < 7 {
-				t.Errorf("tools/list: %s", sc.Text())
-			}
-			break
-		}
+	s := startMCPStdio(t, "--config", cfg, "--root", root)
+	s.send(rpcInit)
+	s.response(1)
+	s.send(rpcInitialized)
+	s.send(rpcList)
+	r := s.response(2)
+	listed := time.Since(start)
+	if len(r.Result.Tools) < 7 {
+		t.Errorf("tools/list: %+v", r)
 	}
-	inW.Close()
-	go io.Copy(io.Discard, outR)
-	if listed == 0 || listed > 10*time.Second {
+	if listed > 10*time.Second {
 		t.Errorf("tools/list answered after %v; the server's 20 s start must not delay it", listed)
 	}
-	select {
-	case <-done:
-	case <-time.After(15 * time.Second):
+	if _, exited := s.closeAndWait(15 * time.Second); !exited {
 		t.Fatal("harness mcp did not stop after its input ended while a server was starting")
 	}
 }
