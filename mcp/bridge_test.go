@@ -43,7 +43,7 @@ func inProcessBridge(t *testing.T, yaml string, elicit mcpclient.ElicitationHand
 	cli, err := mcpclient.NewInProcessClientWithOptions(srv.MCPServer(), opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { cli.Close() })
-	ctx := context.Background()
+	ctx := testContext(t, 30*time.Second)
 	require.NoError(t, cli.Start(ctx))
 	init, err := cli.Initialize(ctx, mcpgo.InitializeRequest{Params: mcpgo.InitializeParams{ClientInfo: mcpgo.Implementation{Name: "unit", Version: "1"}}})
 	require.NoError(t, err)
@@ -58,7 +58,7 @@ harness:
   auto-approved-actions: [workspace_read_file]
   mcp: {bridge: {trusted-actions: [workspace_apply_patch]}}
 `, nil)
-	list, err := cli.ListTools(context.Background(), mcpgo.ListToolsRequest{})
+	list, err := cli.ListTools(testContext(t, 30*time.Second), mcpgo.ListToolsRequest{})
 	require.NoError(t, err)
 	tools := map[string]mcpgo.Tool{}
 	for _, tool := range list.Tools {
@@ -145,7 +145,7 @@ harness:
 			t.Run(name, func(t *testing.T) {
 				var shown []string
 				_, cli, root, ev := inProcessBridge(t, yaml, answer(tc.action, tc.content, &shown), flow)
-				res, err := cli.CallTool(context.Background(), mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{
+				res, err := cli.CallTool(testContext(t, 30*time.Second), mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{
 					Name: "workspace_apply_patch", Arguments: map[string]any{"path": "a.txt", "content": "new\n"}}})
 				require.NoError(t, err)
 				obs := structured(t, res)
@@ -178,7 +178,7 @@ harness:
   mcp: {bridge: {trusted-actions: [workspace_apply_patch]}}
 `, meddle, flow)
 			root = r
-			res, err := cli.CallTool(context.Background(), mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{
+			res, err := cli.CallTool(testContext(t, 30*time.Second), mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{
 				Name: "workspace_apply_patch", Arguments: map[string]any{"path": "a.txt", "content": "confirmed\n"}}})
 			require.NoError(t, err)
 			obs := structured(t, res)
@@ -247,7 +247,7 @@ func TestBridgeWithoutElicitationRefusesWithHowTo(t *testing.T) {
 harness:
   mcp: {bridge: {trusted-actions: [workspace_apply_patch]}}
 `, nil)
-	res, err := cli.CallTool(context.Background(), mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{
+	res, err := cli.CallTool(testContext(t, 30*time.Second), mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{
 		Name: "workspace_apply_patch", Arguments: map[string]any{"path": "a.txt", "content": "x"}}})
 	require.NoError(t, err)
 	obs := structured(t, res)
@@ -340,7 +340,12 @@ harness:
 	case <-time.After(20 * time.Second):
 		t.Fatal("the server's tools were never registered")
 	}
-	require.NoError(t, <-errs)
+	select {
+	case err := <-errs:
+		require.NoError(t, err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("StartClient never reported the end of its connections")
+	}
 	assert.Contains(t, srv.Tools(), "mcp.fake.echo")
 	res, err := srv.handlerFor("mcp.fake.echo")(context.Background(), mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{
 		Name: "mcp.fake.echo", Arguments: map[string]any{"text": "late"}}})
@@ -366,7 +371,7 @@ func TestBridgeOverHTTPWithModernClient(t *testing.T) {
 	cli, err := mcpclient.NewStreamableHttpClient(hs.URL + "/mcp")
 	require.NoError(t, err)
 	defer cli.Close()
-	ctx := context.Background()
+	ctx := testContext(t, 30*time.Second)
 	require.NoError(t, cli.Start(ctx))
 	init, err := cli.Initialize(ctx, mcpgo.InitializeRequest{Params: mcpgo.InitializeParams{ClientInfo: mcpgo.Implementation{Name: "modern", Version: "1"}}})
 	require.NoError(t, err)

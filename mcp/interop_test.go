@@ -62,10 +62,11 @@ func drive(t *testing.T, scenario map[string]any) driveResult {
 	dir := nodeDir(t)
 	raw, err := json.Marshal(scenario)
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", filepath.Join(dir, "drive.mjs"), string(raw))
+	cmd := exec.CommandContext(testContext(t, 60*time.Second), "node", filepath.Join(dir, "drive.mjs"), string(raw))
 	cmd.Dir = dir
+	// Killed at the deadline, node may leave the bridge it started holding
+	// the output pipe: Output returns at most this long after the kill.
+	cmd.WaitDelay = 5 * time.Second
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	require.NoError(t, err, "drive.mjs: %s", out)
@@ -112,7 +113,14 @@ func bridgePeers(t *testing.T, root, yaml string) map[string]map[string]any {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.ServeHTTP(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Error("the HTTP bridge did not stop when its context ended")
+		}
+	})
 	httpPeer := map[string]any{"transport": "http", "url": "http://" + ln.Addr().String() + "/mcp"}
 	return map[string]map[string]any{"stdio": stdio, "streamable HTTP": httpPeer}
 }

@@ -300,3 +300,19 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// testContext is a context for one step of a test, ended after d or
+// sooner when the test binary's deadline (go test -timeout) comes first, so
+// that a stuck call fails with its own error instead of hanging the run.
+func testContext(t testing.TB, d time.Duration) context.Context {
+	if tt, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if dl, ok := tt.Deadline(); ok {
+			if left := time.Until(dl) - 10*time.Second; left < d {
+				d = max(left, time.Second)
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
