@@ -20,9 +20,10 @@ import (
 
 // JSONL is an audit log in a local file, one record per line. It is safe
 // for concurrent use by many goroutines, and several processes may append
-// to one file: each append holds an exclusive flock on the file (where the
-// OS has flock) while it reads the head of the chain, if another writer
-// moved it, and writes its record, so the chain never forks.
+// to one file: each write of a batch of records holds an exclusive flock
+// on the file (where the OS has flock) while it reads the head of the
+// chain, if another writer moved it, and writes its records, so the chain
+// never forks.
 //
 // It does not rotate files and does not stop a user with write access to
 // the file from rewriting it; the verifier finds such changes.
@@ -44,6 +45,12 @@ type JSONL struct {
 	// and is read by the fsync leader without it.
 	written atomic.Uint64
 	gc      groupCommit
+
+	// The write queue: appenders queue their events; one at a time
+	// (writing) writes all that are queued.
+	qmu     sync.Mutex
+	queue   []appendReq
+	writing bool
 }
 
 // groupCommit is the state of a JSONL's fsyncs. It has its own mutex so
@@ -251,10 +258,11 @@ func lastNewline(f *os.File, before, span int64) (int64, error) {
 // concurrent one that started after the record was written (group commit:
 // concurrent durable appends share fsyncs, and no lock of the log is held
 // during an fsync). If that fsync fails, every append waiting for it
-// fails and the log is broken (ErrBroken) from then on. The context is
-// checked before the append starts; the wait for another process's append
-// (one write), the write itself and the wait for the fsync are not
-// interrupted.
+// fails and the log is broken (ErrBroken) from then on. Concurrent appends
+// are also written in groups: one appender writes every record queued so
+// far in one write, under one flock. The context is checked before the
+// append starts; the wait for another process's append (one write), the
+// write itself and the wait for the fsync are not interrupted.
 func (l *JSONL) Append(ctx context.Context, event any, durable bool) (Record, error) {
 	if err := ctx.Err(); err != nil {
 		return Record{}, fmt.Errorf("audit append: %w", err)
@@ -263,50 +271,131 @@ func (l *JSONL) Append(ctx context.Context, event any, durable bool) (Record, er
 	if err != nil {
 		return Record{}, fmt.Errorf("audit append: event: %w", err)
 	}
-	l.mu.Lock()
-	rec, err := l.write(ctx, ev)
-	n := l.written.Load()
-	l.mu.Unlock()
-	if err != nil {
-		return Record{}, err
+	r := l.enqueue(ev)
+	if r.err != nil {
+		return Record{}, r.err
 	}
 	if durable {
-		if err := l.waitSynced(n); err != nil {
+		if err := l.waitSynced(r.n); err != nil {
 			return Record{}, fmt.Errorf("audit append to %s: %w", l.path, err)
 		}
 	}
-	return rec, nil
+	return r.rec, nil
 }
 
-// write seals ev as the next record and writes it, holding the flock.
+// appendReq is an event waiting in the write queue.
+type appendReq struct {
+	ev   []byte
+	done chan appendResult // one message: the result, or the lead
+}
+
+type appendResult struct {
+	lead bool // the receiver writes the next batch (its own included)
+	rec  Record
+	n    uint64 // the record's line number in this log's count
+	err  error
+}
+
+// enqueue queues ev to be written and returns its result. If no appender
+// is writing, this one writes every queued record (its own included) as
+// one batch, answers the others and hands the writing on to the first
+// appender queued meanwhile, if any.
+func (l *JSONL) enqueue(ev []byte) appendResult {
+	req := appendReq{ev: ev, done: make(chan appendResult, 1)}
+	l.qmu.Lock()
+	l.queue = append(l.queue, req)
+	if l.writing {
+		l.qmu.Unlock()
+		if r := <-req.done; !r.lead {
+			return r
+		}
+		l.qmu.Lock()
+	} else {
+		l.writing = true
+	}
+	batch := l.queue
+	l.queue = nil
+	l.qmu.Unlock()
+
+	l.mu.Lock()
+	results := l.writeBatch(batch)
+	l.mu.Unlock()
+	var mine appendResult
+	for i, b := range batch {
+		if b.done == req.done {
+			mine = results[i]
+			continue
+		}
+		b.done <- results[i]
+	}
+
+	l.qmu.Lock()
+	if len(l.queue) > 0 {
+		// The first queued appender writes next; it stays queued, so
+		// its record is in the batch it takes.
+		l.queue[0].done <- appendResult{lead: true}
+	} else {
+		l.writing = false
+	}
+	l.qmu.Unlock()
+	return mine
+}
+
+// writeBatch seals the events of batch as the next records and writes
+// them in one write, holding the flock, and returns each one's result.
 // The caller holds mu.
-func (l *JSONL) write(ctx context.Context, ev []byte) (Record, error) {
+func (l *JSONL) writeBatch(batch []appendReq) []appendResult {
+	results := make([]appendResult, len(batch))
+	failAll := func(err error) []appendResult {
+		for i := range results {
+			results[i] = appendResult{err: err}
+		}
+		return results
+	}
 	switch {
 	case l.closed:
-		return Record{}, ErrClosed
+		return failAll(ErrClosed)
 	case l.broken != nil:
-		return Record{}, fmt.Errorf("%w: %s: %v", ErrBroken, l.path, l.broken)
+		return failAll(fmt.Errorf("%w: %s: %v", ErrBroken, l.path, l.broken))
 	}
-	unlock, err := lockFile(ctx, l.rw)
+	// Each appender checked its context before queueing; the flock is
+	// not interrupted (see lockFile).
+	unlock, err := lockFile(context.Background(), l.rw)
 	if err != nil {
-		return Record{}, fmt.Errorf("audit append to %s: %w", l.path, err)
+		return failAll(fmt.Errorf("audit append to %s: %w", l.path, err))
 	}
 	defer unlock()
 	if err := l.refresh(); err != nil {
-		return Record{}, fmt.Errorf("audit append to %s: %w", l.path, err)
+		return failAll(fmt.Errorf("audit append to %s: %w", l.path, err))
 	}
-	rec, line, err := sealCanonical(l.seq+1, l.now(), l.instance, l.prev, ev)
-	if err != nil {
-		return Record{}, fmt.Errorf("audit append: %w", err)
+	seq, prev := l.seq, l.prev
+	n := l.written.Load()
+	var buf []byte
+	for i, b := range batch {
+		rec, line, err := sealCanonical(seq+1, l.now(), l.instance, prev, b.ev)
+		if err != nil {
+			results[i] = appendResult{err: fmt.Errorf("audit append: %w", err)}
+			continue
+		}
+		buf = append(append(buf, line...), '\n')
+		seq, prev, n = rec.Seq, rec.Hash, n+1
+		results[i] = appendResult{rec: rec, n: n}
 	}
-	line = append(line, '\n')
-	if _, err := l.f.Write(line); err != nil {
+	if len(buf) == 0 {
+		return results
+	}
+	if _, err := l.f.Write(buf); err != nil {
 		l.broken = err
-		return Record{}, fmt.Errorf("audit append to %s: %w", l.path, err)
+		for i := range results {
+			if results[i].err == nil {
+				results[i] = appendResult{err: fmt.Errorf("audit append to %s: %w", l.path, err)}
+			}
+		}
+		return results
 	}
-	l.seq, l.prev, l.end = rec.Seq, rec.Hash, l.end+int64(len(line))
-	l.written.Add(1)
-	return rec, nil
+	l.seq, l.prev, l.end = seq, prev, l.end+int64(len(buf))
+	l.written.Store(n)
+	return results
 }
 
 // waitSynced returns once the first n lines this log wrote are on disk.
