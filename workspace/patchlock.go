@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"hash/maphash"
 	"slices"
 	"sync"
 )
@@ -24,15 +25,16 @@ import (
 // apply that runs alone.
 var patchAll sync.RWMutex
 
-// pathLocks maps a lock key to its lock while anyone holds or waits for it.
-var pathLocks = struct {
-	sync.Mutex
-	m map[string]*pathLock
-}{m: map[string]*pathLock{}}
+// pathStripes are the path locks: a key takes the stripe its hash picks.
+// Two keys may share a stripe, which only makes applies to them wait for
+// each other; there are enough stripes that this is rare.
+var pathStripes [4096]sync.Mutex
 
-type pathLock struct {
-	mu   sync.Mutex
-	refs int // holders and waiters; the entry is dropped at 0
+// stripeSeed seeds the hash of keys to stripes.
+var stripeSeed = maphash.MakeSeed()
+
+func stripeOf(key string) int {
+	return int(maphash.String(stripeSeed, key) % uint64(len(pathStripes)))
 }
 
 // testHookLockWait, when set by a test, is called with a key whose lock is
@@ -58,37 +60,31 @@ func (w *Workspace) planKeys(plan PatchPlan) []string {
 	return slices.Compact(keys)
 }
 
-// lockPaths locks every key of keys (sorted and distinct, as planKeys
-// returns them) in order and returns the function that unlocks them all.
-// The caller holds patchAll for reading.
+// lockPaths locks the stripe of every key of keys, in stripe order, each
+// once, and returns the function that unlocks them all. The caller holds
+// patchAll for reading.
 func lockPaths(keys []string) (unlock func()) {
-	held := make([]*pathLock, 0, len(keys))
+	type stripe struct {
+		i   int
+		key string
+	}
+	order := make([]stripe, 0, len(keys))
 	for _, k := range keys {
-		pathLocks.Lock()
-		l := pathLocks.m[k]
-		if l == nil {
-			l = &pathLock{}
-			pathLocks.m[k] = l
-		}
-		l.refs++
-		pathLocks.Unlock()
-		if !l.mu.TryLock() {
+		order = append(order, stripe{stripeOf(k), k})
+	}
+	slices.SortFunc(order, func(a, b stripe) int { return a.i - b.i })
+	order = slices.CompactFunc(order, func(a, b stripe) bool { return a.i == b.i })
+	for _, s := range order {
+		if !pathStripes[s.i].TryLock() {
 			if testHookLockWait != nil {
-				testHookLockWait(k)
+				testHookLockWait(s.key)
 			}
-			l.mu.Lock()
+			pathStripes[s.i].Lock()
 		}
-		held = append(held, l)
 	}
 	return func() {
-		for i := len(held) - 1; i >= 0; i-- {
-			l := held[i]
-			l.mu.Unlock()
-			pathLocks.Lock()
-			if l.refs--; l.refs == 0 {
-				delete(pathLocks.m, keys[i])
-			}
-			pathLocks.Unlock()
+		for j := len(order) - 1; j >= 0; j-- {
+			pathStripes[order[j].i].Unlock()
 		}
 	}
 }

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,17 +95,24 @@ func (f *lockFixture) read(rel string) string {
 }
 
 // TestPatchLockDifferentFilesConcurrent: while an apply to a.txt is held
-// in its commit, an apply to b.txt runs to the end without waiting for
-// any lock.
+// in its commit, an apply to another file runs to the end without
+// waiting for any lock.
 func TestPatchLockDifferentFilesConcurrent(t *testing.T) {
-	f := newLockFixture(t, map[string]string{"a.txt": "a\n", "b.txt": "b\n"}, "a.txt")
+	f := newLockFixture(t, map[string]string{"a.txt": "a\n"}, "a.txt")
+	// Another file whose lock stripe is not a.txt's (most are).
+	other := ""
+	for i := 0; other == ""; i++ {
+		if n := fmt.Sprintf("b%d.txt", i); stripeOf(f.w.lockKey(n)) != stripeOf(f.w.lockKey("a.txt")) {
+			other = n
+		}
+	}
 	first := start(func() error { return f.apply(map[string]any{"path": "a.txt", "content": "A\n"}) })
 	<-f.entered
-	if err := f.wait(start(func() error { return f.apply(map[string]any{"path": "b.txt", "content": "B\n"}) }), "apply to b.txt"); err != nil {
-		t.Fatalf("apply to b.txt: %v", err)
+	if err := f.wait(start(func() error { return f.apply(map[string]any{"path": other, "content": "B\n"}) }), "apply to "+other); err != nil {
+		t.Fatalf("apply to %s: %v", other, err)
 	}
-	if got := f.read("b.txt"); got != "B\n" {
-		t.Fatalf("b.txt = %q while a.txt's apply is held", got)
+	if got := f.read(other); got != "B\n" {
+		t.Fatalf("%s = %q while a.txt's apply is held", other, got)
 	}
 	select {
 	case rel := <-f.waits:
@@ -256,10 +264,10 @@ func TestPatchLockManyConcurrentApplies(t *testing.T) {
 			t.Fatalf("%s = %q, %v", n, b, err)
 		}
 	}
-	pathLocks.Lock()
-	left := len(pathLocks.m)
-	pathLocks.Unlock()
-	if left != 0 {
-		t.Fatalf("%d path locks left in the table", left)
+	for i := range pathStripes {
+		if !pathStripes[i].TryLock() {
+			t.Fatalf("path lock stripe %d left held", i)
+		}
+		pathStripes[i].Unlock()
 	}
 }
