@@ -176,3 +176,70 @@ func TestJSONLCloseReleasesWaiters(t *testing.T) {
 		t.Fatalf("%s", rep)
 	}
 }
+
+// TestJSONLBatchesQueuedAppends: appends that queue while one append waits
+// for the file lock (held by another writer) are written together in one
+// batch once it is free, each as its own record of one unforked chain.
+func TestJSONLBatchesQueuedAppends(t *testing.T) {
+	const n = 16
+	path := filepath.Join(t.TempDir(), "a.jsonl")
+	l, err := OpenJSONL(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var batches []int
+	testHookBatch = func(k int) { batches = append(batches, k) } // called under l.mu
+	defer func() { testHookBatch = nil }()
+	holder, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	unlock, err := lockFile(context.Background(), holder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seqs := make(chan uint64, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rec, err := l.Append(context.Background(), map[string]any{"i": i}, i%2 == 0)
+			if err != nil {
+				t.Errorf("append %d: %v", i, err)
+			}
+			seqs <- rec.Seq
+		}()
+	}
+	// One append is writing (waiting for the flock); the rest queue.
+	for {
+		l.qmu.Lock()
+		queued := len(l.queue)
+		l.qmu.Unlock()
+		if queued == n-1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	unlock()
+	wg.Wait()
+	close(seqs)
+	seen := map[uint64]bool{}
+	for s := range seqs {
+		if seen[s] || s < 1 || s > n {
+			t.Errorf("seq %d repeated or out of range", s)
+		}
+		seen[s] = true
+	}
+	l.mu.Lock()
+	got := append([]int(nil), batches...)
+	l.mu.Unlock()
+	if len(got) != 2 || got[0] != 1 || got[1] != n-1 {
+		t.Errorf("batches %v, want [1 %d]", got, n-1)
+	}
+	if rep := verifyFile(t, path); !rep.OK() || rep.Records != n {
+		t.Fatalf("%s", rep)
+	}
+}

@@ -395,8 +395,15 @@ func (l *JSONL) writeBatch(batch []appendReq) []appendResult {
 	}
 	l.seq, l.prev, l.end = seq, prev, l.end+int64(len(buf))
 	l.written.Store(n)
+	if testHookBatch != nil {
+		testHookBatch(len(batch))
+	}
 	return results
 }
+
+// testHookBatch, when set by a test, is called with the size of every
+// batch written.
+var testHookBatch func(n int)
 
 // waitSynced returns once the first n lines this log wrote are on disk.
 // If no fsync is in flight it fsyncs itself (leads); otherwise it waits
