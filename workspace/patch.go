@@ -735,6 +735,11 @@ func (tx *patchTx) run(plan PatchPlan) error {
 		if patch.Op(f.Op) == patch.OpDelete {
 			continue
 		}
+		if len(plan.Files) == 1 {
+			// Nothing to overlap with: write it here.
+			temps[i], errs[i] = tx.writeTemp(path.Dir(f.Path), f.after, f.mode)
+			continue
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
