@@ -18,8 +18,9 @@
 // Two stores write the same records: JSONL (a local file, one record per
 // line) and Postgres (one append-only table, one chain per instance). Both
 // are safe for concurrent use by many goroutines and by several processes
-// (JSONL through a per-append flock, Postgres through an advisory lock per
-// chain). Open picks one from a configured target.
+// (JSONL through a flock around each write of a batch of records, Postgres
+// through an advisory lock per chain). Open picks one from a configured
+// target.
 //
 // # Durability and failing closed
 //
