@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/harness-runtime/harness/workspace"
 )
@@ -78,7 +79,9 @@ func TestSandboxCommandConfines(t *testing.T) {
 		args := []string{"-test.run=^TestSandboxHelperProcess$", "--", workspace.SandboxCommand,
 			"--ro", "/usr", "--ro", "/lib", "--ro", "/lib64", "--ro", "/etc", "--ro", "/bin",
 			"--rw", inside, "--no-net", "--", touch, "touch", target}
-		cmd := exec.Command(os.Args[0], args...)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, os.Args[0], args...)
 		cmd.Env = []string{"HARNESS_TEST_SANDBOX_HELPER=1", "PATH=/usr/bin:/bin"}
 		out, err := cmd.CombinedOutput()
 		if ee, ok := err.(*exec.ExitError); ok {

@@ -192,15 +192,7 @@ func startServe(t *testing.T, bin, config string) *replica {
 	}()
 	r := &replica{cmd: cmd, log: out}
 	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
+		stopProcess(cmd)
 		pw.Close()
 	})
 	select {
@@ -209,7 +201,7 @@ func startServe(t *testing.T, bin, config string) *replica {
 		t.Fatalf("harness serve did not start:\n%s", out.String())
 	}
 	for i := 0; i < 100; i++ {
-		if resp, err := http.Get(r.URL + "/healthz"); err == nil {
+		if resp, err := testHTTP.Get(r.URL + "/healthz"); err == nil {
 			resp.Body.Close()
 			return r
 		}
@@ -275,7 +267,7 @@ func TestServeReplicasShareRedis(t *testing.T) {
 
 	t.Run("ready: Redis and the Postgres audit answer", func(t *testing.T) {
 		for _, r := range []*replica{a, b} {
-			resp, err := http.Get(r.URL + "/readyz")
+			resp, err := testHTTP.Get(r.URL + "/readyz")
 			require.NoError(t, err)
 			var body struct {
 				Status string            `json:"status"`
@@ -411,7 +403,12 @@ func TestServeGracefulShutdownFinishesInFlight(t *testing.T) {
 	}()
 	time.Sleep(300 * time.Millisecond)
 	require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
-	got := <-done
+	var got answer
+	select {
+	case got = <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("no answer to the in-flight execute after SIGTERM\n%s", r.log.String())
+	}
 	require.Equal(t, 200, got.st, "%v\n%s", got.o, r.log.String())
 	require.Equal(t, "ok", got.o["status"], "%v", got.o)
 	require.EqualValues(t, 0, got.o["payload"].(map[string]any)["exit_code"])
@@ -424,7 +421,7 @@ func TestServeGracefulShutdownFinishesInFlight(t *testing.T) {
 		t.Fatal("harness serve did not stop after SIGTERM")
 	}
 	require.Contains(t, r.log.String(), "shutting down")
-	_, err := http.Get(r.URL + "/healthz")
+	_, err := testHTTP.Get(r.URL + "/healthz")
 	require.Error(t, err, "no longer serving")
 }
 
@@ -479,7 +476,7 @@ func TestServeDemoPrintsAWorkingCurlExample(t *testing.T) {
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
+	t.Cleanup(func() { stopProcess(cmd) })
 	keyRe := regexp.MustCompile(`export HARNESS_KEY=(demo_[A-Za-z0-9_-]+)`)
 	var url, key string
 	require.Eventually(t, func() bool {
@@ -496,7 +493,7 @@ func TestServeDemoPrintsAWorkingCurlExample(t *testing.T) {
 	do := func(path string, body string) (int, map[string]any) {
 		req, _ := http.NewRequest("POST", url+path, strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testHTTP.Do(req)
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		var m map[string]any
@@ -509,4 +506,21 @@ func TestServeDemoPrintsAWorkingCurlExample(t *testing.T) {
 	require.Equal(t, 200, st, "%v", o)
 	require.Equal(t, "hello, harness\n", readFile(t, root, "hello.txt"))
 	require.Equal(t, 1, strings.Count(stderr.String(), key), "the key is shown once and never logged")
+}
+
+// testHTTP bounds every request a test makes, so that a server that stops
+// answering fails the test instead of hanging it.
+var testHTTP = &http.Client{Timeout: 20 * time.Second}
+
+// stopProcess sends SIGTERM and waits at most 10 s before killing.
+func stopProcess(cmd *exec.Cmd) {
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		<-done
+	}
 }
