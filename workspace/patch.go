@@ -104,8 +104,8 @@ func (w *Workspace) proposePatch(ctx context.Context, in map[string]any) (map[st
 }
 
 // maxPatchAttempts bounds how often applyPatch locks paths and plans
-// before it gives up on path locks and runs alone.
-const maxPatchAttempts = 3
+// before it gives up on path locks and runs alone. A variable for tests.
+var maxPatchAttempts = 3
 
 // applyPatch plans and writes holding the locks of the paths the plan
 // touches, so the files it read cannot be changed by another patch of this

@@ -271,3 +271,35 @@ func TestPatchLockManyConcurrentApplies(t *testing.T) {
 		pathStripes[i].Unlock()
 	}
 }
+
+// TestPatchLockRunsAloneAfterAttempts: an apply whose plan keeps touching
+// paths it has not locked gives up on path locks after maxPatchAttempts
+// and runs alone: while it commits, no other apply can start, and it
+// writes the whole change.
+func TestPatchLockRunsAloneAfterAttempts(t *testing.T) {
+	defer func(n int) { maxPatchAttempts = n }(maxPatchAttempts)
+	// With one attempt, a multi-file patch (whose first plan is made
+	// before its paths are known) always ends up running alone.
+	maxPatchAttempts = 1
+	f := newLockFixture(t, map[string]string{"a.txt": "a\n", "b.txt": "b\n"}, "b.txt")
+	two := "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-a\n+A\n--- a/b.txt\n+++ b/b.txt\n@@ -1 +1 @@\n-b\n+B\n"
+	done := start(func() error { return f.apply(map[string]any{"patch": two}) })
+	<-f.entered
+	if patchAll.TryRLock() {
+		patchAll.RUnlock()
+		t.Error("another apply could start while one runs alone")
+	}
+	close(f.release)
+	if err := f.wait(done, "apply running alone"); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	for rel, want := range map[string]string{"a.txt": "A\n", "b.txt": "B\n"} {
+		if got := f.read(rel); got != want {
+			t.Errorf("%s = %q, want %q", rel, got, want)
+		}
+	}
+	if !patchAll.TryLock() {
+		t.Fatal("the apply left the workspace locked")
+	}
+	patchAll.Unlock()
+}
