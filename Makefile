@@ -12,9 +12,11 @@ SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 all: build
 
+# Static binaries (no cgo): they start faster, which the sandbox helper,
+# started once per command, and MCP clients, which start the bridge, feel.
 build:
-	$(GO) build -o $(BIN) ./cmd/harness
-	$(GO) build -o bin/harness-sandbox ./cmd/harness-sandbox
+	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/harness
+	CGO_ENABLED=0 $(GO) build -o bin/harness-sandbox ./cmd/harness-sandbox
 
 # The main job on embedded defaults: the HTTP service with an in-memory
 # token store, a JSONL audit log and a demo workspace in a temporary
