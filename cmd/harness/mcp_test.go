@@ -18,27 +18,11 @@ import (
 	"time"
 )
 
-// mcpTestConfig writes a config whose audit log and key live in a temp dir.
+// mcpTestConfig is testConfig with the read-only file action auto-approved,
+// as a typical MCP setup has it.
 func mcpTestConfig(t *testing.T, extra string) (cfgPath, root string) {
 	t.Helper()
-	dir := t.TempDir()
-	root = filepath.Join(dir, "root")
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(root, "a.txt"), []byte("hello\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfgPath = filepath.Join(dir, "harness.yaml")
-	cfg := fmt.Sprintf(`harness:
-  auto-approved-actions: [workspace_read_file]
-  audit: {path: %q}
-  sanitize: {key-path: %q}
-%s`, filepath.Join(dir, "audit.jsonl"), filepath.Join(dir, "hmac.key"), extra)
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return cfgPath, root
+	return testConfig(t, "  auto-approved-actions: [workspace_read_file]\n"+extra)
 }
 
 // rpcLines is an MCP session of the 2025-11-25 revision, one message a line.
