@@ -3,6 +3,7 @@ package schema
 import (
 	"encoding/json"
 	"math"
+	"regexp"
 	"strconv"
 	"unicode/utf8"
 )
@@ -31,6 +32,13 @@ type fastNode struct {
 	maxLen     int // -1: none
 	minItems   int
 	maxItems   int // -1: none
+	// pattern is compiled with the regexp package, as the general
+	// validator compiles it, so both agree on every string.
+	pattern *regexp.Regexp
+	allOf   []*fastNode
+	anyOf   []*fastNode
+	oneOf   []*fastNode
+	not     *fastNode
 }
 
 const (
@@ -153,6 +161,49 @@ func fastFrom(m map[string]any, depth int) *fastNode {
 			default:
 				n.xmax = &f
 			}
+		case "pattern":
+			p, ok := v.(string)
+			if !ok {
+				return nil
+			}
+			re, err := regexp.Compile(p)
+			if err != nil {
+				return nil
+			}
+			n.pattern = re
+		case "allOf", "anyOf", "oneOf":
+			list, ok := v.([]any)
+			if !ok || len(list) == 0 {
+				return nil
+			}
+			subs := make([]*fastNode, 0, len(list))
+			for _, e := range list {
+				em, ok := e.(map[string]any)
+				if !ok {
+					return nil
+				}
+				sub := fastFrom(em, depth+1)
+				if sub == nil {
+					return nil
+				}
+				subs = append(subs, sub)
+			}
+			switch k {
+			case "allOf":
+				n.allOf = subs
+			case "anyOf":
+				n.anyOf = subs
+			default:
+				n.oneOf = subs
+			}
+		case "not":
+			nm, ok := v.(map[string]any)
+			if !ok {
+				return nil
+			}
+			if n.not = fastFrom(nm, depth+1); n.not == nil {
+				return nil
+			}
 		case "minLength", "maxLength", "minItems", "maxItems":
 			f, ok := v.(float64)
 			if !ok || f < 0 || f != math.Trunc(f) || f > 1<<31 {
@@ -187,6 +238,74 @@ const (
 )
 
 func (n *fastNode) check(v any) verdict {
+	r := n.checkOwn(v)
+	if r == invalid {
+		return invalid
+	}
+	if c := n.checkCombinators(v); c != valid {
+		return c
+	}
+	return r
+}
+
+// checkCombinators applies allOf, anyOf, oneOf and not. An answer it cannot
+// give for a subschema makes the whole answer "cannot tell", except where
+// the other subschemas already settle it.
+func (n *fastNode) checkCombinators(v any) verdict {
+	result := valid
+	for _, sub := range n.allOf {
+		switch sub.check(v) {
+		case invalid:
+			return invalid
+		case cannotTell:
+			result = cannotTell
+		}
+	}
+	if len(n.anyOf) > 0 {
+		matched, unsure := false, false
+		for _, sub := range n.anyOf {
+			switch sub.check(v) {
+			case valid:
+				matched = true
+			case cannotTell:
+				unsure = true
+			}
+		}
+		switch {
+		case matched:
+		case unsure:
+			result = cannotTell
+		default:
+			return invalid
+		}
+	}
+	if len(n.oneOf) > 0 {
+		matches := 0
+		for _, sub := range n.oneOf {
+			switch sub.check(v) {
+			case valid:
+				matches++
+			case cannotTell:
+				return cannotTell
+			}
+		}
+		if matches != 1 {
+			return invalid
+		}
+	}
+	if n.not != nil {
+		switch n.not.check(v) {
+		case valid:
+			return invalid
+		case cannotTell:
+			return cannotTell
+		}
+	}
+	return result
+}
+
+// checkOwn applies the keywords other than the combinators.
+func (n *fastNode) checkOwn(v any) verdict {
 	var kind uint8
 	var num float64
 	switch x := v.(type) {
@@ -237,6 +356,9 @@ func (n *fastNode) check(v any) verdict {
 			if l < n.minLen || n.maxLen >= 0 && l > n.maxLen {
 				return invalid
 			}
+		}
+		if n.pattern != nil && !n.pattern.MatchString(s) {
+			return invalid
 		}
 	case jsonArray:
 		arr := v.([]any)
