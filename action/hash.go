@@ -45,6 +45,15 @@ func Canonical(v any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// CanonicalValuer is implemented by types that can give their JSON form as
+// the generic values encoding/json decodes into (maps with string keys,
+// slices, strings, numbers, bools, nil), so that Canonical needs no JSON
+// round trip for them. The value must encode exactly as the type's own
+// JSON encoding does; the audit log relies on it.
+type CanonicalValuer interface {
+	CanonicalValue() any
+}
+
 const maxCanonicalDepth = 256
 
 func writeCanonical(buf *bytes.Buffer, v any, depth int) error {
@@ -131,6 +140,8 @@ func writeCanonical(buf *bytes.Buffer, v any, depth int) error {
 		buf.WriteByte(']')
 	case json.RawMessage:
 		return writeViaJSON(buf, x, depth)
+	case CanonicalValuer:
+		return writeCanonical(buf, x.CanonicalValue(), depth+1)
 	default:
 		if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
 			buf.WriteString("null")

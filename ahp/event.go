@@ -77,3 +77,41 @@ func (f SinkFunc) Emit(ctx context.Context, ev Event) error { return f(ctx, ev) 
 
 // Discard is a Sink that drops every event.
 var Discard Sink = SinkFunc(func(context.Context, Event) error { return nil })
+
+// CanonicalValue returns the event as the generic values its JSON decodes
+// into, field for field as encoding/json writes it (omitempty included),
+// so that action.Canonical, which the audit log hashes, needs no JSON round
+// trip. TestCanonicalValueMatchesJSON holds the two together.
+func (e Event) CanonicalValue() any {
+	m := map[string]any{
+		"ahp_version": e.Version, "event_id": e.EventID, "event_type": string(e.EventType),
+		"session_id": e.SessionID, "agent_id": e.AgentID,
+		"timestamp": e.Timestamp.Format(time.RFC3339Nano), "depth": e.Depth, "payload": nil,
+	}
+	if p := e.Payload; p != nil {
+		pm := map[string]any{"action_id": p.ActionID, "action": p.Action, "trusted": p.Trusted}
+		setNonEmpty(pm, "tenant", p.Tenant)
+		setNonEmpty(pm, "task_id", p.TaskID)
+		setNonEmpty(pm, "step_id", p.StepID)
+		setNonEmpty(pm, "principal", p.Principal)
+		if p.Input != nil {
+			pm["input"] = p.Input
+		}
+		if o := p.Observation; o != nil {
+			om := map[string]any{"source": o.Source, "status": o.Status, "code": o.Code, "latency_ms": o.LatencyMS}
+			setNonEmpty(om, "message", o.Message)
+			if len(o.PayloadKeys) > 0 {
+				om["payload_keys"] = o.PayloadKeys
+			}
+			pm["observation"] = om
+		}
+		m["payload"] = pm
+	}
+	return m
+}
+
+func setNonEmpty(m map[string]any, k, v string) {
+	if v != "" {
+		m[k] = v
+	}
+}
