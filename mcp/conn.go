@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -265,7 +266,7 @@ func (c *conn) transport() (transport.Interface, *process, error) {
 		p := &process{stderr: &tailBuffer{max: 4096}}
 		cmdFunc := func(_ context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
 			cmd := exec.Command(command, args...)
-			cmd.Env = childEnv()
+			cmd.Env = childEnv(c.cfg.Env)
 			cmd.Stderr = p.stderr
 			setProcessGroup(cmd)
 			p.cmd = cmd
@@ -290,12 +291,26 @@ func (c *conn) transport() (transport.Interface, *process, error) {
 	return nil, nil, fmt.Errorf("MCP server %s: unknown transport %q", c.name, c.cfg.Transport)
 }
 
-func childEnv() []string {
-	env := make([]string, 0, len(passEnv))
+// childEnv is a stdio server's environment: the passEnv variables of
+// Harness's own, then the server's configured env (which wins), with
+// ${NAME} in its values expanded from Harness's environment.
+func childEnv(extra map[string]string) []string {
+	env := make([]string, 0, len(passEnv)+len(extra))
 	for _, k := range passEnv {
+		if _, set := extra[k]; set {
+			continue
+		}
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
 		}
+	}
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+os.Expand(extra[k], os.Getenv))
 	}
 	return env
 }

@@ -71,6 +71,11 @@ type MCPServerConfig struct {
 	Transport string   `yaml:"transport" validate:"omitempty,oneof=stdio http sse"`
 	Tools     []string `yaml:"tools" validate:"dive,required"`
 	TimeoutMS int      `yaml:"timeout-ms" validate:"gte=0,lte=600000"`
+	// Env adds variables to a stdio server's environment, which otherwise
+	// holds only PATH, HOME, the user and locale variables, TZ and TMPDIR.
+	// ${NAME} in a value is taken from Harness's own environment, so that
+	// a credential need not be written into the file.
+	Env map[string]string `yaml:"env" validate:"dive,keys,required,excludesall==,endkeys"`
 	// RegisterTools also registers each allowed tool as its own action
 	// named mcp.<server>.<tool>.
 	RegisterTools bool `yaml:"register-tools"`

@@ -111,3 +111,16 @@ func TestLoadFileMissingAndEnv(t *testing.T) {
 		t.Fatalf("env override lost: %s", c.Harness.Workspace.Root)
 	}
 }
+
+func TestMCPServerEnv(t *testing.T) {
+	c, err := Parse("env.yaml", []byte("harness:\n  mcp:\n    servers:\n      fs:\n        command: [srv]\n        env: {API_TOKEN: \"${TOKEN}\"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Harness.MCP.Servers["fs"].Env["API_TOKEN"] != "${TOKEN}" {
+		t.Fatalf("env %v", c.Harness.MCP.Servers["fs"].Env)
+	}
+	if _, err := Parse("env.yaml", []byte("harness:\n  mcp:\n    servers:\n      fs:\n        command: [srv]\n        env: {\"A=B\": x}\n")); err == nil {
+		t.Fatal("a variable name with '=' accepted")
+	}
+}
