@@ -146,15 +146,15 @@ func (h *Harness) Execute(ctx context.Context, a action.Action) (obs action.Obse
 		}
 	}()
 
-	req := policy.Request{Action: a, Principal: PrincipalFrom(ctx)}
-	d := h.guard.Decide(ctx, &req)
-	sc := req.Schema
-	var sensitive []string
-	if sc != nil {
-		sensitive = sc.Sensitive
+	d, sc := h.Decide(ctx, a)
+	ev := eventFrame{h: h, ctx: ctx, a: &a, id: id, principal: PrincipalFrom(ctx)}
+	if h.recorder != nil || len(h.subscribers) > 0 { // nobody to tell: nothing to sanitize
+		var sensitive []string
+		if sc != nil {
+			sensitive = sc.Sensitive
+		}
+		ev.input = h.sanitizer.Value(a.Input, sensitive)
 	}
-	ev := eventFrame{h: h, ctx: ctx, a: &a, id: id, principal: req.Principal}
-	ev.input = h.sanitizer.Value(a.Input, sensitive)
 	// A trusted action runs only after a durable record that it is about
 	// to run (fail closed). Its outcome is recorded durably too when it can
 	// have changed something; a read's outcome goes to the log without an
