@@ -21,11 +21,14 @@ var benchEvent = map[string]any{
 	},
 }
 
+// appendModes are the two ways every append benchmark runs.
+var appendModes = []struct {
+	name    string
+	durable bool
+}{{"nondurable", false}, {"durable", true}}
+
 func BenchmarkJSONLAppend(b *testing.B) {
-	for _, mode := range []struct {
-		name    string
-		durable bool
-	}{{"nondurable", false}, {"durable", true}} {
+	for _, mode := range appendModes {
 		b.Run(mode.name, func(b *testing.B) {
 			l, err := OpenJSONL(filepath.Join(b.TempDir(), "bench.jsonl"))
 			if err != nil {
@@ -46,10 +49,7 @@ func BenchmarkJSONLAppend(b *testing.B) {
 // durable case shows what group commit saves (fsyncs per append is
 // reported).
 func BenchmarkJSONLAppendParallel(b *testing.B) {
-	for _, mode := range []struct {
-		name    string
-		durable bool
-	}{{"nondurable", false}, {"durable", true}} {
+	for _, mode := range appendModes {
 		b.Run(mode.name, func(b *testing.B) {
 			l, err := OpenJSONL(filepath.Join(b.TempDir(), "bench.jsonl"))
 			if err != nil {
@@ -74,10 +74,7 @@ func BenchmarkJSONLAppendParallel(b *testing.B) {
 
 func BenchmarkPostgresAppend(b *testing.B) {
 	dsn := testPostgres(b)
-	for _, mode := range []struct {
-		name    string
-		durable bool
-	}{{"nondurable", false}, {"durable", true}} {
+	for _, mode := range appendModes {
 		b.Run(mode.name, func(b *testing.B) {
 			table := testTable(b, dsn)
 			p, err := OpenPostgres(context.Background(), dsn, "bench", WithTable(table))
