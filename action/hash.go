@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"sort"
 	"strconv"
+	"unicode/utf8"
 )
 
 // Hash returns the canonical hash of the action: the hex SHA-256 of the
@@ -37,12 +38,17 @@ func (a Action) Hash() (string, error) {
 // Go integers and floats, and any value that encoding/json can marshal,
 // which is first converted to its JSON form. NaN and infinities are errors.
 func Canonical(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Grow(128)
-	if err := writeCanonical(&buf, v, 0); err != nil {
-		return nil, err
+	return AppendCanonical(make([]byte, 0, 128), v)
+}
+
+// AppendCanonical appends the canonical JSON form of v (see Canonical) to
+// dst. On error dst is returned as it was, with nothing appended.
+func AppendCanonical(dst []byte, v any) ([]byte, error) {
+	out, err := appendCanonical(dst, v, 0)
+	if err != nil {
+		return dst, err
 	}
-	return buf.Bytes(), nil
+	return out, nil
 }
 
 // CanonicalValuer is implemented by types that can give their JSON form as
@@ -56,178 +62,211 @@ type CanonicalValuer interface {
 
 const maxCanonicalDepth = 256
 
-func writeCanonical(buf *bytes.Buffer, v any, depth int) error {
+func appendCanonical(b []byte, v any, depth int) ([]byte, error) {
 	if depth > maxCanonicalDepth {
-		return fmt.Errorf("canonical json: nesting deeper than %d", maxCanonicalDepth)
+		return b, fmt.Errorf("canonical json: nesting deeper than %d", maxCanonicalDepth)
 	}
 	switch x := v.(type) {
 	case nil:
-		buf.WriteString("null")
+		return append(b, "null"...), nil
 	case bool:
 		if x {
-			buf.WriteString("true")
-		} else {
-			buf.WriteString("false")
+			return append(b, "true"...), nil
 		}
+		return append(b, "false"...), nil
 	case string:
-		writeString(buf, x)
+		return AppendJSONString(b, x), nil
 	case json.Number:
-		return writeNumberString(buf, string(x))
+		return appendNumberString(b, string(x))
 	case float64:
-		return writeFloat(buf, x)
+		return appendFloat(b, x)
 	case float32:
-		return writeFloat(buf, float64(x))
+		return appendFloat(b, float64(x))
 	case int:
-		return writeInt(buf, int64(x))
+		return appendInt(b, int64(x))
 	case int8:
-		return writeInt(buf, int64(x))
+		return appendInt(b, int64(x))
 	case int16:
-		return writeInt(buf, int64(x))
+		return appendInt(b, int64(x))
 	case int32:
-		return writeInt(buf, int64(x))
+		return appendInt(b, int64(x))
 	case int64:
-		return writeInt(buf, x)
+		return appendInt(b, x)
 	case uint:
-		return writeInt(buf, int64(x))
+		return appendUint(b, uint64(x))
 	case uint8:
-		return writeInt(buf, int64(x))
+		return appendInt(b, int64(x))
 	case uint16:
-		return writeInt(buf, int64(x))
+		return appendInt(b, int64(x))
 	case uint32:
-		return writeInt(buf, int64(x))
+		return appendInt(b, int64(x))
 	case uint64:
-		if x > 1<<53 {
-			return writeFloat(buf, float64(x))
-		}
-		return writeInt(buf, int64(x))
+		return appendUint(b, x)
 	case map[string]any:
-		keys := make([]string, 0, len(x))
+		var small [16]string
+		keys := small[:0]
 		for k := range x {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		buf.WriteByte('{')
+		b = append(b, '{')
 		for i, k := range keys {
 			if i > 0 {
-				buf.WriteByte(',')
+				b = append(b, ',')
 			}
-			writeString(buf, k)
-			buf.WriteByte(':')
-			if err := writeCanonical(buf, x[k], depth+1); err != nil {
-				return err
+			b = AppendJSONString(b, k)
+			b = append(b, ':')
+			var err error
+			if b, err = appendCanonical(b, x[k], depth+1); err != nil {
+				return b, err
 			}
 		}
-		buf.WriteByte('}')
+		return append(b, '}'), nil
 	case []any:
-		buf.WriteByte('[')
+		b = append(b, '[')
 		for i, e := range x {
 			if i > 0 {
-				buf.WriteByte(',')
+				b = append(b, ',')
 			}
-			if err := writeCanonical(buf, e, depth+1); err != nil {
-				return err
+			var err error
+			if b, err = appendCanonical(b, e, depth+1); err != nil {
+				return b, err
 			}
 		}
-		buf.WriteByte(']')
+		return append(b, ']'), nil
 	case []string:
-		buf.WriteByte('[')
+		b = append(b, '[')
 		for i, e := range x {
 			if i > 0 {
-				buf.WriteByte(',')
+				b = append(b, ',')
 			}
-			writeString(buf, e)
+			b = AppendJSONString(b, e)
 		}
-		buf.WriteByte(']')
+		return append(b, ']'), nil
 	case json.RawMessage:
-		return writeViaJSON(buf, x, depth)
+		return appendViaJSON(b, x, depth)
 	case CanonicalValuer:
-		return writeCanonical(buf, x.CanonicalValue(), depth+1)
+		return appendCanonical(b, x.CanonicalValue(), depth+1)
 	default:
 		if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
-			buf.WriteString("null")
-			return nil
+			return append(b, "null"...), nil
 		}
 		raw, err := json.Marshal(v)
 		if err != nil {
-			return fmt.Errorf("canonical json: %w", err)
+			return b, fmt.Errorf("canonical json: %w", err)
 		}
-		return writeViaJSON(buf, raw, depth)
+		return appendViaJSON(b, raw, depth)
 	}
-	return nil
 }
 
-func writeViaJSON(buf *bytes.Buffer, raw []byte, depth int) error {
+func appendViaJSON(b []byte, raw []byte, depth int) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var generic any
 	if err := dec.Decode(&generic); err != nil {
-		return fmt.Errorf("canonical json: %w", err)
+		return b, fmt.Errorf("canonical json: %w", err)
 	}
-	return writeCanonical(buf, generic, depth+1)
+	return appendCanonical(b, generic, depth+1)
 }
 
-func writeNumberString(buf *bytes.Buffer, s string) error {
+func appendNumberString(b []byte, s string) ([]byte, error) {
 	// Integers a float64 holds exactly are written as integers; larger
 	// ones go through float64 like every other number, so that a decoder
 	// with and without UseNumber sees the same canonical form.
 	if i, err := strconv.ParseInt(s, 10, 64); err == nil && i <= 1<<53 && i >= -(1<<53) {
-		buf.WriteString(strconv.FormatInt(i, 10))
-		return nil
+		return strconv.AppendInt(b, i, 10), nil
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil {
-		return fmt.Errorf("canonical json: bad number %q", s)
+		return b, fmt.Errorf("canonical json: bad number %q", s)
 	}
-	return writeFloat(buf, f)
+	return appendFloat(b, f)
 }
 
-func writeInt(buf *bytes.Buffer, i int64) error {
+func appendInt(b []byte, i int64) ([]byte, error) {
 	if i > 1<<53 || i < -(1<<53) {
-		return writeFloat(buf, float64(i))
+		return appendFloat(b, float64(i))
 	}
-	buf.WriteString(strconv.FormatInt(i, 10))
-	return nil
+	return strconv.AppendInt(b, i, 10), nil
 }
 
-func writeFloat(buf *bytes.Buffer, f float64) error {
+func appendUint(b []byte, u uint64) ([]byte, error) {
+	if u > 1<<53 {
+		return appendFloat(b, float64(u))
+	}
+	return strconv.AppendInt(b, int64(u), 10), nil
+}
+
+func appendFloat(b []byte, f float64) ([]byte, error) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return fmt.Errorf("canonical json: %v is not a JSON number", f)
+		return b, fmt.Errorf("canonical json: %v is not a JSON number", f)
 	}
 	if f == math.Trunc(f) && math.Abs(f) <= 1<<53 {
-		buf.WriteString(strconv.FormatInt(int64(f), 10))
-		return nil
+		return strconv.AppendInt(b, int64(f), 10), nil
 	}
-	buf.WriteString(strconv.FormatFloat(f, 'g', -1, 64))
-	return nil
+	return strconv.AppendFloat(b, f, 'g', -1, 64), nil
 }
 
 const hexDigits = "0123456789abcdef"
 
-// writeString writes s as a JSON string. Invalid UTF-8 is replaced by
-// U+FFFD, as encoding/json does, so equal decoded strings write equally.
-func writeString(buf *bytes.Buffer, s string) {
-	buf.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"':
-			buf.WriteString(`\"`)
-		case r == '\\':
-			buf.WriteString(`\\`)
-		case r == '\n':
-			buf.WriteString(`\n`)
-		case r == '\r':
-			buf.WriteString(`\r`)
-		case r == '\t':
-			buf.WriteString(`\t`)
-		case r < 0x20 || r == 0x2028 || r == 0x2029:
-			buf.WriteString(`\u`)
-			buf.WriteByte(hexDigits[(r>>12)&0xf])
-			buf.WriteByte(hexDigits[(r>>8)&0xf])
-			buf.WriteByte(hexDigits[(r>>4)&0xf])
-			buf.WriteByte(hexDigits[r&0xf])
-		default:
-			buf.WriteRune(r)
-		}
+// safeASCII marks the bytes below 0x80 that a JSON string holds as they are.
+var safeASCII = func() (t [128]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
 	}
-	buf.WriteByte('"')
+	return t
+}()
+
+// AppendJSONString appends s to b as a JSON string, escaped as
+// encoding/json escapes it without HTML escaping: invalid UTF-8 becomes
+// U+FFFD, so equal decoded strings append equally. Runs of bytes that need
+// no escape are copied at once.
+func AppendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if safeASCII[c] {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"':
+				b = append(b, '\\', '"')
+			case '\\':
+				b = append(b, '\\', '\\')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, "\ufffd"...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -196,4 +197,66 @@ func FuzzCanonicalHash(f *testing.F) {
 			t.Fatalf("canonical form is not JSON: %s", c)
 		}
 	})
+}
+
+// referenceJSONString is the plain rune-by-rune form of AppendJSONString,
+// kept as its oracle: the canonical form (and so every audit hash) must not
+// change when the fast path does.
+func referenceJSONString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20 || r == 0x2028 || r == 0x2029:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+func TestAppendJSONString(t *testing.T) {
+	for _, s := range []string{"", "plain", "a\"b\\c", "tab\tnl\ncr\r", "\x00\x01\x08\x0c\x1f\x7f", "é日本\U0001F600",
+		"bad\xffbyte", "\xe2\x80", "line\u2028para\u2029", "\ufffd", strings.Repeat("x", 70) + "\n"} {
+		got := string(AppendJSONString([]byte("prefix:"), s))
+		if want := "prefix:" + referenceJSONString(s); got != want {
+			t.Errorf("AppendJSONString(%q) = %s, want %s", s, got, want)
+		}
+		var back string
+		if err := json.Unmarshal([]byte(got[len("prefix:"):]), &back); err != nil || back != string([]rune(s)) {
+			t.Errorf("%q: decodes to %q (%v), want %q", s, back, err, string([]rune(s)))
+		}
+	}
+}
+
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range []string{"", "a\"\\\n", "bad\xff", "\u2028", "日本"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := string(AppendJSONString(nil, s)), referenceJSONString(s); got != want {
+			t.Fatalf("AppendJSONString(%q) = %s, want %s", s, got, want)
+		}
+	})
+}
+
+func BenchmarkAppendJSONString64KiB(b *testing.B) {
+	s := strings.Repeat(strings.Repeat("x", 63)+"\n", 1024)
+	buf := make([]byte, 0, 80<<10)
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		buf = AppendJSONString(buf[:0], s)
+	}
 }
