@@ -164,34 +164,59 @@ func (s *Server) toolFor(sc *schema.ActionSchema) mcpgo.Tool {
 
 func (s *Server) handlerFor(name string) mcpserver.ToolHandlerFunc {
 	return func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
-		ctx = runtime.WithPrincipal(ctx, s.principal)
-		a := action.Action{Name: name, Input: map[string]any{}}
-		switch args := req.Params.Arguments.(type) {
-		case nil:
-		case map[string]any:
-			a.Input = args
-		default:
-			obs := s.blocked(a, policy.Decision{Code: action.CodeInvalidInput, Message: "tool arguments must be a JSON object"})
-			return toolResult(obs), nil
-		}
+		var sessionID string
 		if sess := mcpserver.ClientSessionFromContext(ctx); sess != nil {
-			a.SessionID = sess.SessionID()
+			sessionID = sess.SessionID()
 		}
-		a.AgentID = clientName(ctx)
-		sc, ok := s.h.Registry().Lookup(name)
-		if ok && sc.Trusted && !s.h.Guard().AutoApproved(name) {
-			if s.confirmed[name] {
-				return s.confirmAndRun(ctx, req, a)
-			}
-			obs := s.h.Execute(ctx, a)
-			if obs.Code == action.CodeTrustRequired {
-				obs.Message = name + " needs trust: to allow it over MCP, list it in harness.auto-approved-actions (runs without confirmation) " +
-					"or in harness.mcp.bridge.trusted-actions (the person confirms each call's preview through MCP elicitation)"
-			}
-			return toolResult(obs), nil
+		a, refused := s.actionFor(name, req.Params.Arguments, sessionID, clientName(ctx))
+		if refused == nil && s.needsConfirmation(name) {
+			return s.confirmAndRun(runtime.WithPrincipal(ctx, s.principal), req, a)
 		}
-		return toolResult(s.h.Execute(ctx, a)), nil
+		if refused != nil {
+			return toolResult(*refused), nil
+		}
+		return toolResult(s.run(ctx, a)), nil
 	}
+}
+
+// actionFor is the action a tools/call of name asks for, or the refusal of
+// arguments that are not a JSON object.
+func (s *Server) actionFor(name string, args any, sessionID, agentID string) (action.Action, *action.Observation) {
+	a := action.Action{Name: name, Input: map[string]any{}, SessionID: sessionID, AgentID: agentID}
+	switch x := args.(type) {
+	case nil:
+	case map[string]any:
+		a.Input = x
+	default:
+		obs := s.blocked(a, policy.Decision{Code: action.CodeInvalidInput, Message: "tool arguments must be a JSON object"})
+		return a, &obs
+	}
+	return a, nil
+}
+
+// needsConfirmation reports whether calls of name run only after the
+// person confirms their preview (they need the client's session).
+func (s *Server) needsConfirmation(name string) bool {
+	if !s.confirmed[name] {
+		return false
+	}
+	sc, ok := s.h.Registry().Lookup(name)
+	return ok && sc.Trusted && !s.h.Guard().AutoApproved(name)
+}
+
+// run executes a for a call that needs no confirmation: directly when the
+// action needs no trust or is auto-approved, otherwise to the guard's
+// trust_required, with a message saying how to allow it over MCP.
+func (s *Server) run(ctx context.Context, a action.Action) action.Observation {
+	ctx = runtime.WithPrincipal(ctx, s.principal)
+	obs := s.h.Execute(ctx, a)
+	if obs.Code == action.CodeTrustRequired {
+		if sc, ok := s.h.Registry().Lookup(a.Name); ok && sc.Trusted && !s.h.Guard().AutoApproved(a.Name) {
+			obs.Message = a.Name + " needs trust: to allow it over MCP, list it in harness.auto-approved-actions (runs without confirmation) " +
+				"or in harness.mcp.bridge.trusted-actions (the person confirms each call's preview through MCP elicitation)"
+		}
+	}
+	return obs
 }
 
 // blocked is the observation of a refusal decided before Execute.
@@ -311,10 +336,10 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	f := &inflight{}
 	pr, pw := io.Pipe()
 	ended := make(chan struct{})
-	go drainingInput(ctx, in, pw, f, drainTimeout, ended)
 	grace := outputGrace
 	gated := newGatedOutput(out)
 	defer gated.close()
+	go drainingInput(ctx, in, pw, f, newFastCalls(ctx, s, gated, f), drainTimeout, ended)
 	ss := mcpserver.NewStdioServer(s.srv)
 	ss.SetErrorLogger(slogToLog(s.log))
 	listened := make(chan error, 1)

@@ -171,13 +171,15 @@ func (c countingWriter) Write(p []byte) (int, error) {
 
 // drainingInput copies the client's lines into the pipe the stdio server
 // reads, counting requests, and closes the pipe only once the requests read
-// have been answered (or drainTimeout passed); then it closes ended.
-func drainingInput(ctx context.Context, in io.Reader, pw *io.PipeWriter, f *inflight, drain time.Duration, ended chan<- struct{}) {
+// have been answered (or drainTimeout passed); then it closes ended. The
+// tools/call requests fc takes (when fc is not nil) are answered by it
+// instead, and counted by it.
+func drainingInput(ctx context.Context, in io.Reader, pw *io.PipeWriter, f *inflight, fc *fastCalls, drain time.Duration, ended chan<- struct{}) {
 	defer close(ended)
 	r := bufio.NewReaderSize(in, 64<<10)
 	for {
 		line, err := r.ReadBytes('\n')
-		if len(line) > 0 {
+		if len(line) > 0 && (fc == nil || !fc.take(line)) {
 			if isRequest(line) {
 				f.add()
 			}

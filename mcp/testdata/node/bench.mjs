@@ -114,6 +114,7 @@ async function calls(client, call, n, check) {
   for (let i = 0; i < 20; i++) await client.callTool(call); // warm up
   const samples = [];
   const cpu0 = cpuMs(client.pid);
+  const own0 = process.cpuUsage();
   const t0 = performance.now();
   let next = 0;
   const worker = async () => {
@@ -128,6 +129,8 @@ async function calls(client, call, n, check) {
   await Promise.all(Array.from({ length: concurrency }, worker));
   const out = stats(samples, performance.now() - t0);
   out.server_cpu_ms_per_op = (cpuMs(client.pid) - cpu0) / n;
+  const own = process.cpuUsage(own0);
+  out.client_cpu_ms_per_op = (own.user + own.system) / 1000 / n;
   return out;
 }
 
@@ -171,6 +174,9 @@ for (const [k, label] of [['startup', `start-up to tools/list x${starts}`], ['re
 }
 for (const k of ['read', 'list']) {
   console.error(`${('server CPU ms per ' + k).padEnd(30)} ${fmt(h[k].server_cpu_ms_per_op).padStart(26)}   ${fmt(r[k].server_cpu_ms_per_op).padStart(26)}   ${ratio[k + '_server_cpu'].toFixed(1)}x less CPU`);
+}
+for (const k of ['read', 'list']) {
+  console.error(`${('client CPU ms per ' + k).padEnd(30)} ${fmt(h[k].client_cpu_ms_per_op).padStart(26)}   ${fmt(r[k].client_cpu_ms_per_op).padStart(26)}`);
 }
 console.error(`(calls in flight: ${concurrency})`);
 process.stdout.write(JSON.stringify({ concurrency, harness: h, 'server-filesystem': r, ratio }, null, 2) + '\n');
