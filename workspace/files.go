@@ -351,7 +351,12 @@ func (w *Workspace) readFile(ctx context.Context, in map[string]any) (map[string
 		}
 	}
 
-	res, err := readLines(ctx, f, offset, limit, w.opts.MaxFileBytes)
+	var res readResult
+	if ranged {
+		res, err = readLines(ctx, f, offset, limit, w.opts.MaxFileBytes)
+	} else {
+		res, err = readWhole(ctx, f, fi.Size(), w.opts.MaxFileBytes)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", quote(rel), err)
 	}
@@ -379,6 +384,36 @@ type readResult struct {
 	lines     int64
 	truncated bool
 	binary    bool
+}
+
+// readWhole is readLines(ctx, r, 0, 0, maxBytes) for a file whose size
+// was size when it was opened: the common case of a whole small file is
+// read in one go and its lines counted at once. A file that grew since
+// goes through readLines.
+func readWhole(ctx context.Context, r io.Reader, size, maxBytes int64) (readResult, error) {
+	if size < 0 || size > maxBytes {
+		return readLines(ctx, r, 0, 0, maxBytes)
+	}
+	buf := make([]byte, size+1)
+	n, err := io.ReadFull(r, buf)
+	switch {
+	case err == nil: // more than size bytes: the file grew
+		return readLines(ctx, io.MultiReader(bytes.NewReader(buf), r), 0, 0, maxBytes)
+	case err != io.ErrUnexpectedEOF && err != io.EOF:
+		return readResult{}, err
+	}
+	b := buf[:n]
+	sum := sha256.Sum256(b)
+	res := readResult{size: int64(n), sum: hex.EncodeToString(sum[:]), lines: int64(bytes.Count(b, []byte{'\n'}))}
+	if n > 0 && b[n-1] != '\n' {
+		res.lines++
+	}
+	if bytes.IndexByte(b[:min(n, binarySniffBytes)], 0) >= 0 {
+		res.binary = true
+		return res, nil
+	}
+	res.content = string(b)
+	return res, nil
 }
 
 // readLines streams r once: it hashes every byte, counts lines, sniffs for
