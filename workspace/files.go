@@ -394,6 +394,9 @@ func readWhole(ctx context.Context, r io.Reader, size, maxBytes int64) (readResu
 	if size < 0 || size > maxBytes {
 		return readLines(ctx, r, 0, 0, maxBytes)
 	}
+	if err := ctx.Err(); err != nil {
+		return readResult{}, action.Errorf(action.CodeTimeout, "read interrupted: %v", err)
+	}
 	buf := make([]byte, size+1)
 	n, err := io.ReadFull(r, buf)
 	switch {
