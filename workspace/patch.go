@@ -759,7 +759,10 @@ func (tx *patchTx) run(plan PatchPlan) error {
 		if err := commitStep(f.Path); err != nil {
 			return err
 		}
-		if err := w.root.Rename(temps[i], f.Path); err != nil {
+		unlock := w.lockDir(path.Dir(f.Path))
+		err := w.root.Rename(temps[i], f.Path)
+		unlock()
+		if err != nil {
 			return fmt.Errorf("rename into %s: %w", f.Path, err)
 		}
 		tx.dropTemp(temps[i])
@@ -782,7 +785,10 @@ func (tx *patchTx) run(plan PatchPlan) error {
 		if err := commitStep(gone); err != nil {
 			return err
 		}
-		if err := w.root.Remove(gone); err != nil {
+		unlock := w.lockDir(path.Dir(gone))
+		err := w.root.Remove(gone)
+		unlock()
+		if err != nil {
 			return fmt.Errorf("remove %s: %w", gone, err)
 		}
 		tx.undo = append(tx.undo, func() error { return tx.restore(gone, f.before, f.mode) })
@@ -826,7 +832,9 @@ func (tx *patchTx) writeTemp(dir string, content []byte, mode fs.FileMode) (stri
 		return "", err
 	}
 	name := path.Join(dir, ".harness-patch-"+hex.EncodeToString(rnd[:])+".tmp")
+	unlock := tx.w.lockDir(dir)
 	f, err := tx.w.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	unlock()
 	if err != nil {
 		return "", fmt.Errorf("create temporary file in %s: %w", dir, err)
 	}
@@ -866,7 +874,10 @@ func (tx *patchTx) restore(rel string, content []byte, mode fs.FileMode) error {
 	if err != nil {
 		return err
 	}
-	if err := tx.w.root.Rename(tmp, rel); err != nil {
+	unlock := tx.w.lockDir(path.Dir(rel))
+	err = tx.w.root.Rename(tmp, rel)
+	unlock()
+	if err != nil {
 		return err
 	}
 	tx.dropTemp(tmp)

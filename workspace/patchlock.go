@@ -98,3 +98,19 @@ func coveredBy(sub, keys []string) bool {
 	}
 	return true
 }
+
+// dirStripes serialise, within the process, the operations that change a
+// directory's entries during an apply (creating a temporary file, renaming
+// it into place, removing a file). The kernel serialises them anyway on the
+// directory's own lock, but a thread waiting for that lock may spin on
+// it: with many applies in one directory the spinning cost more CPU than
+// the operations. Waiting here parks the goroutine instead. Only one
+// directory lock is ever held at a time.
+var dirStripes [256]sync.Mutex
+
+// lockDir locks the stripe of directory dir (root-relative) of w.
+func (w *Workspace) lockDir(dir string) (unlock func()) {
+	m := &dirStripes[maphash.String(stripeSeed, w.lockKey(dir))%uint64(len(dirStripes))]
+	m.Lock()
+	return m.Unlock
+}
