@@ -47,4 +47,3 @@ func FuzzReadWhole(f *testing.F) {
 		checkReadWholeMatchesReadLines(t, content, int64(min(int(size), len(content))), int64(maxBytes))
 	})
 }
-
