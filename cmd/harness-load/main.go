@@ -33,6 +33,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"sort"
 	"sync"
@@ -91,6 +92,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	target := o.addr
 	storeLabel := "external"
 	if target == "" {
+		// The in-process server runs with the garbage collector target
+		// `harness serve` uses (GOGC=400 unless GOGC is set).
+		if os.Getenv("GOGC") == "" {
+			debug.SetGCPercent(400)
+		}
 		base, key, stop, err := startInProcess(ctx, o.store, o.auditMode)
 		if err != nil {
 			fmt.Fprintf(stderr, "harness-load: %v\n", err)
