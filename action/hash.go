@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/bits"
 	"reflect"
 	"sort"
 	"strconv"
@@ -217,6 +218,22 @@ var safeASCII = func() (t [128]bool) {
 	return t
 }()
 
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// lookMask has the high bit set in the bytes of x (little endian) that
+// AppendJSONString cannot copy blindly: below 0x20, a quote, a backslash
+// or not ASCII. (x-ones*n) & ^x & highs marks the bytes below n, and a
+// byte equal to c is a byte of x ^ ones*c below 1. A borrow may also mark
+// a byte above a marked one, never below: the lowest mark is exact.
+func lookMask(x uint64) uint64 {
+	q := x ^ (ones * '"')
+	bs := x ^ (ones * '\\')
+	return ((x-ones*0x20)&^x | (q-ones)&^q | (bs-ones)&^bs | x) & highs
+}
+
 // AppendJSONString appends s to b as a JSON string, escaped as
 // encoding/json escapes it without HTML escaping: invalid UTF-8 becomes
 // U+FFFD, so equal decoded strings append equally. Runs of bytes that need
@@ -225,6 +242,19 @@ func AppendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Eight bytes at a time up to the first byte that needs a look.
+		for i+8 <= len(s) {
+			m := lookMask(uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56)
+			if m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if safeASCII[c] {
