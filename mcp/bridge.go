@@ -333,6 +333,7 @@ func (s *Server) Tools() []string {
 // mcp-go keeps one stdio session per process: serve at most one stdio
 // client at a time in a process.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	growOutputBuffer(out)
 	f := &inflight{}
 	pr, pw := io.Pipe()
 	ended := make(chan struct{})
