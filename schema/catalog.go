@@ -43,7 +43,8 @@ var builtinCatalog = []ActionSchema{
     "path": {"type": "string", "maxLength": 4096, "description": "directory relative to the workspace root (default: the root)"},
     "recursive": {"type": "boolean"},
     "max_entries": {"type": "integer", "minimum": 1, "maximum": 100000},
-    "include_git": {"type": "boolean", "description": "also list .git internals"}
+    "include_git": {"type": "boolean", "description": "also list .git internals"},
+    "details": {"type": "boolean", "description": "also give each entry's size and mod_time"}
   }
 }`),
 	},

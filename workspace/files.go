@@ -106,11 +106,13 @@ func entryType(m fs.FileMode) string {
 // listFiles implements workspace_list_files.
 //
 // Input: path (default "."), recursive, max_entries (default
-// Options.MaxListEntries), include_git.
+// Options.MaxListEntries), include_git, details (size and mod_time of
+// every entry, at the cost of one lstat each; default false).
 //
 // Payload: {"path": the clean root-relative directory, "entries": [{"path":
 // root-relative slash path, "name", "type": "file"|"dir"|"symlink"|"other",
-// "size": bytes as reported by lstat, "mod_time": RFC 3339 UTC}],
+// and with details true also "size": bytes as reported by lstat,
+// "mod_time": RFC 3339 UTC}],
 // "truncated": true when entries stopped at max_entries}. max_entries is
 // capped at 100000.
 //
@@ -131,6 +133,10 @@ func (w *Workspace) listFiles(ctx context.Context, in map[string]any) (map[strin
 		return nil, err
 	}
 	includeGit, err := boolArg(in, "include_git", false)
+	if err != nil {
+		return nil, err
+	}
+	details, err := boolArg(in, "details", false)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +169,7 @@ func (w *Workspace) listFiles(ctx context.Context, in map[string]any) (map[strin
 	}
 	dev, hasDev := deviceOf(rootInfo)
 
-	l := &lister{ctx: ctx, max: int(min(maxEntries, hardMaxEntries)), recursive: recursive, includeGit: includeGit, dev: dev, hasDev: hasDev}
+	l := &lister{ctx: ctx, max: int(min(maxEntries, hardMaxEntries)), recursive: recursive, includeGit: includeGit, details: details, dev: dev, hasDev: hasDev}
 	err = l.walk(dir, rel, 0)
 	if err != nil {
 		return nil, err
@@ -180,6 +186,7 @@ type lister struct {
 	max        int
 	recursive  bool
 	includeGit bool
+	details    bool // size and mod_time: one lstat per entry
 	dev        uint64
 	hasDev     bool
 	entries    []any
@@ -194,38 +201,38 @@ func (l *lister) walk(dir *os.Root, rel string, depth int) error {
 	if err := l.ctx.Err(); err != nil {
 		return action.Errorf(action.CodeTimeout, "listing %s: %v", quote(rel), err)
 	}
-	infos, err := readDirInfo(dir)
+	ents, err := l.read(dir)
 	if err != nil {
 		return fsError(rel, err)
 	}
-	for _, fi := range infos {
+	for _, e := range ents {
 		if len(l.entries) >= l.max {
 			l.truncated, l.full = true, true
 			return nil
 		}
-		name := fi.Name()
-		childRel := joinRel(rel, name)
-		l.entries = append(l.entries, map[string]any{
-			"path":     childRel,
-			"name":     name,
-			"type":     entryType(fi.Mode()),
-			"size":     fi.Size(),
-			"mod_time": fi.ModTime().UTC().Format(time.RFC3339Nano),
-		})
-		if !l.recursive || !fi.IsDir() || (name == ".git" && !l.includeGit) {
-			continue
+		childRel := joinRel(rel, e.name)
+		entry := map[string]any{"path": childRel, "name": e.name, "type": entryType(e.mode)}
+		if e.info != nil {
+			entry["size"] = e.info.Size()
+			entry["mod_time"] = e.info.ModTime().UTC().Format(time.RFC3339Nano)
 		}
-		if d, ok := deviceOf(fi); l.hasDev && ok && d != l.dev {
+		l.entries = append(l.entries, entry)
+		if !l.recursive || !e.mode.IsDir() || (e.name == ".git" && !l.includeGit) {
 			continue
 		}
 		if depth+1 >= maxWalkDepth {
 			l.truncated = true
 			continue
 		}
-		// OpenRoot refuses a symlink that was swapped in since ReadDir
-		// when it leads outside dir, so a race cannot widen the walk.
-		sub, err := dir.OpenRoot(name)
+		// OpenRoot refuses a symlink that was swapped in since the
+		// directory was read when it leads outside dir, so a race cannot
+		// widen the walk.
+		sub, err := dir.OpenRoot(e.name)
 		if err != nil {
+			continue
+		}
+		if fi, err := sub.Stat("."); err != nil || l.otherDevice(fi) {
+			sub.Close() // a mount point is listed, not descended into
 			continue
 		}
 		if err := l.walk(sub, childRel, depth+1); err != nil {
@@ -236,6 +243,48 @@ func (l *lister) walk(dir *os.Root, rel string, depth int) error {
 		}
 	}
 	return nil
+}
+
+// listEntry is one directory entry of a listing; info is set when the
+// listing asked for details.
+type listEntry struct {
+	name string
+	mode fs.FileMode // type bits
+	info fs.FileInfo
+}
+
+// read returns dir's entries sorted by name: with details from lstat,
+// otherwise the names and types the directory itself holds (no stat per
+// entry).
+func (l *lister) read(dir *os.Root) ([]listEntry, error) {
+	if l.details {
+		infos, err := readDirInfo(dir)
+		if err != nil {
+			return nil, err
+		}
+		ents := make([]listEntry, len(infos))
+		for i, fi := range infos {
+			ents[i] = listEntry{name: fi.Name(), mode: fi.Mode().Type(), info: fi}
+		}
+		return ents, nil
+	}
+	des, err := readDirTypes(dir)
+	if err != nil {
+		return nil, err
+	}
+	ents := make([]listEntry, len(des))
+	for i, d := range des {
+		ents[i] = listEntry{name: d.name, mode: d.mode}
+	}
+	slices.SortFunc(ents, func(a, b listEntry) int { return strings.Compare(a.name, b.name) })
+	return ents, nil
+}
+
+// otherDevice reports whether fi is on another device than the listed
+// directory.
+func (l *lister) otherDevice(fi fs.FileInfo) bool {
+	d, ok := deviceOf(fi)
+	return l.hasDev && ok && d != l.dev
 }
 
 // readDirInfo returns lstat information for every entry of dir, sorted by

@@ -66,22 +66,38 @@ func TestListFilesEntryShape(t *testing.T) {
 	if err := os.Symlink("a", filepath.Join(f.root, "dirlink")); err != nil {
 		t.Fatal(err)
 	}
-	out := f.mustRun(t, "workspace_list_files", map[string]any{"recursive": true})
-	byPath := map[string]map[string]any{}
-	for _, e := range out["entries"].([]any) {
-		m := e.(map[string]any)
-		byPath[m["path"].(string)] = m
+	byPath := func(in map[string]any) map[string]map[string]any {
+		out := f.mustRun(t, "workspace_list_files", in)
+		m := map[string]map[string]any{}
+		for _, e := range out["entries"].([]any) {
+			em := e.(map[string]any)
+			m[em["path"].(string)] = em
+		}
+		return m
 	}
-	if e := byPath["b.txt"]; e["type"] != "file" || e["size"] != int64(2) || e["name"] != "b.txt" || !strings.HasSuffix(e["mod_time"].(string), "Z") {
-		t.Fatalf("b.txt entry = %v", e)
+	detailed := byPath(map[string]any{"recursive": true, "details": true})
+	if e := detailed["b.txt"]; e["type"] != "file" || e["size"] != int64(2) || e["name"] != "b.txt" || !strings.HasSuffix(e["mod_time"].(string), "Z") {
+		t.Fatalf("b.txt entry with details = %v", e)
 	}
-	if e := byPath["a"]; e["type"] != "dir" {
+	plain := byPath(map[string]any{"recursive": true})
+	if e := plain["b.txt"]; len(e) != 3 || e["type"] != "file" || e["name"] != "b.txt" {
+		t.Fatalf("b.txt entry without details = %v, want path, name and type only", e)
+	}
+	if len(plain) != len(detailed) {
+		t.Fatalf("%d entries without details, %d with", len(plain), len(detailed))
+	}
+	for p, e := range plain {
+		if d := detailed[p]; d["type"] != e["type"] {
+			t.Fatalf("%s: type %v without details, %v with", p, e["type"], d["type"])
+		}
+	}
+	if e := plain["a"]; e["type"] != "dir" {
 		t.Fatalf("a entry = %v", e)
 	}
-	if e := byPath["dirlink"]; e["type"] != "symlink" {
+	if e := plain["dirlink"]; e["type"] != "symlink" {
 		t.Fatalf("dirlink entry = %v", e)
 	}
-	if _, ok := byPath["dirlink/x.go"]; ok {
+	if _, ok := plain["dirlink/x.go"]; ok {
 		t.Fatal("recursive listing followed a symlinked directory")
 	}
 }
