@@ -66,12 +66,33 @@ func BenchmarkBridgeList1000(b *testing.B) {
 	benchCall(b, benchBridge(b), "workspace_list_files", map[string]any{"path": "many"})
 }
 
+// BenchmarkFastCallRead64KiB is the stdio bridge's own cost of answering
+// one workspace_read_file of a 64 KiB file the way fastCalls does: the
+// call and the response line, without the transport.
+func BenchmarkFastCallRead64KiB(b *testing.B) {
+	s := benchBridge(b)
+	a, _ := s.actionFor("workspace_read_file", map[string]any{"path": "big.txt"}, "stdio", "mcp:bench")
+	id := []byte("1")
+	buf := make([]byte, 0, 256<<10)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		obs := s.run(ctx, a)
+		if !obs.OK() {
+			b.Fatal(obs)
+		}
+		buf = appendToolResponse(buf[:0], id, obs)
+	}
+	b.SetBytes(int64(len(buf)))
+}
+
 // BenchmarkInteropVsFilesystemServer runs testdata/node/bench.mjs: the
 // official TypeScript SDK client drives `harness mcp` (built from
 // ../cmd/harness) and @modelcontextprotocol/server-filesystem on the same
 // files, and prints both sides' start-up, read and list numbers. Run it
 // with -benchtime=1x; BENCH_READS, BENCH_LISTS and BENCH_STARTS change the
-// counts (defaults 2000, 500, 20).
+// counts (defaults 2000, 500, 20), BENCH_CONCURRENCY the calls kept in
+// flight (default 1).
 func BenchmarkInteropVsFilesystemServer(b *testing.B) {
 	dir := nodeDir(b)
 	bin := filepath.Join(b.TempDir(), "harness")
@@ -88,7 +109,8 @@ func BenchmarkInteropVsFilesystemServer(b *testing.B) {
 	}
 	for i := 0; i < b.N; i++ {
 		cmd := exec.Command("node", filepath.Join(dir, "bench.mjs"), "--harness", bin,
-			"--reads", arg("BENCH_READS", "2000"), "--lists", arg("BENCH_LISTS", "500"), "--starts", arg("BENCH_STARTS", "20"))
+			"--reads", arg("BENCH_READS", "2000"), "--lists", arg("BENCH_LISTS", "500"), "--starts", arg("BENCH_STARTS", "20"),
+			"--concurrency", arg("BENCH_CONCURRENCY", "1"))
 		cmd.Dir = dir
 		cmd.Stderr = os.Stderr
 		out, err := cmd.Output()
