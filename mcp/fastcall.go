@@ -112,13 +112,28 @@ func (fc *fastCalls) take(line []byte) bool {
 		} else {
 			obs = fc.s.runRecovered(ctx, a)
 		}
-		buf := responseBuffers.Get().(*[]byte)
-		*buf = appendToolResponse((*buf)[:0], m.ID, obs)
-		_, _ = fc.out.Write(*buf)
+		if !fc.respond(m.ID, obs) {
+			fc.respond(m.ID, action.Observation{ActionID: obs.ActionID, Action: obs.Action, Source: action.SourceHarness,
+				Status: action.StatusError, Code: action.CodeInternal, Message: "internal error: the result could not be rendered", Payload: map[string]any{}})
+		}
+	}()
+	return true
+}
+
+// respond writes the response to request id carrying obs. It reports
+// false, having written nothing, when rendering obs panicked.
+func (fc *fastCalls) respond(id json.RawMessage, obs action.Observation) (ok bool) {
+	buf := responseBuffers.Get().(*[]byte)
+	defer func() {
+		if r := recover(); r != nil {
+			ok = false
+		}
 		if cap(*buf) <= maxPooledResponse {
 			responseBuffers.Put(buf)
 		}
 	}()
+	*buf = appendToolResponse((*buf)[:0], id, obs)
+	_, _ = fc.out.Write(*buf)
 	return true
 }
 

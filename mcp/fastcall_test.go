@@ -42,10 +42,17 @@ func fastBridge(t *testing.T, yaml string) (*Server, *events) {
 				return nil, ctx.Err()
 			}
 		}))
+	require.NoError(t, h.Register(runtime.Spec{Name: "boom", Description: "a result that panics when encoded", Risk: schema.RiskRead, Input: open},
+		func(context.Context, map[string]any) (map[string]any, error) { return map[string]any{"x": panicky{}}, nil }))
 	srv, err := NewServer(h, cfg, WithLogger(quietLogger()))
 	require.NoError(t, err)
 	return srv, evs
 }
+
+// panicky panics when encoded as JSON.
+type panicky struct{}
+
+func (panicky) MarshalJSON() ([]byte, error) { panic("no") }
 
 func shapesPayload() map[string]any {
 	return map[string]any{
@@ -196,6 +203,12 @@ func TestServeStdioFastCalls(t *testing.T) {
 	sc := m["result"].(map[string]any)["structuredContent"].(map[string]any)
 	assert.Equal(t, "a\ufffdb", sc["payload"].(map[string]any)["bad"])
 	assert.Equal(t, []string{"pre_action@mcp", "post_action@mcp"}, evs.types("shapes"), "the same events as any call")
+
+	send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"boom","arguments":{}}}`)
+	m = next()
+	assert.Equal(t, 4.0, m["id"], "a result that panics when rendered is still answered")
+	assert.Equal(t, true, m["result"].(map[string]any)["isError"])
+	assert.Equal(t, string(action.CodeInternal), m["result"].(map[string]any)["structuredContent"].(map[string]any)["code"])
 	evs.mu.Lock()
 	last := evs.evs[len(evs.evs)-1]
 	evs.mu.Unlock()
