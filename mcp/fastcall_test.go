@@ -43,7 +43,9 @@ func fastBridge(t *testing.T, yaml string) (*Server, *events) {
 			}
 		}))
 	require.NoError(t, h.Register(runtime.Spec{Name: "boom", Description: "a result that panics when encoded", Risk: schema.RiskRead, Input: open},
-		func(context.Context, map[string]any) (map[string]any, error) { return map[string]any{"x": panicky{}}, nil }))
+		func(context.Context, map[string]any) (map[string]any, error) {
+			return map[string]any{"x": panicky{}}, nil
+		}))
 	srv, err := NewServer(h, cfg, WithLogger(quietLogger()))
 	require.NoError(t, err)
 	return srv, evs
