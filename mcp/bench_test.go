@@ -61,9 +61,16 @@ func BenchmarkBridgeRead64KiB(b *testing.B) {
 }
 
 // BenchmarkBridgeList1000 is the bridge's own cost of one
-// workspace_list_files of a 1,000-entry directory.
+// workspace_list_files of a 1,000-entry directory (with sizes and times:
+// one lstat per entry).
 func BenchmarkBridgeList1000(b *testing.B) {
 	benchCall(b, benchBridge(b), "workspace_list_files", map[string]any{"path": "many"})
+}
+
+// BenchmarkBridgeList1000Names is the same listing with details false:
+// names and types only.
+func BenchmarkBridgeList1000Names(b *testing.B) {
+	benchCall(b, benchBridge(b), "workspace_list_files", map[string]any{"path": "many", "details": false})
 }
 
 // BenchmarkFastCallRead64KiB is the stdio bridge's own cost of answering

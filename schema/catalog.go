@@ -44,7 +44,7 @@ var builtinCatalog = []ActionSchema{
     "recursive": {"type": "boolean"},
     "max_entries": {"type": "integer", "minimum": 1, "maximum": 100000},
     "include_git": {"type": "boolean", "description": "also list .git internals"},
-    "details": {"type": "boolean", "description": "also give each entry's size and mod_time"}
+    "details": {"type": "boolean", "description": "each entry's size and mod_time (default true); false lists names and types only, faster"}
   }
 }`),
 	},

@@ -106,13 +106,14 @@ func entryType(m fs.FileMode) string {
 // listFiles implements workspace_list_files.
 //
 // Input: path (default "."), recursive, max_entries (default
-// Options.MaxListEntries), include_git, details (size and mod_time of
-// every entry, at the cost of one lstat each; default false).
+// Options.MaxListEntries), include_git, details (default true: size and
+// mod_time of every entry, at the cost of one lstat each; false lists
+// names and types only, read from the directory itself).
 //
 // Payload: {"path": the clean root-relative directory, "entries": [{"path":
 // root-relative slash path, "name", "type": "file"|"dir"|"symlink"|"other",
-// and with details true also "size": bytes as reported by lstat,
-// "mod_time": RFC 3339 UTC}],
+// "size": bytes as reported by lstat, "mod_time": RFC 3339 UTC (the last
+// two left out with details false)}],
 // "truncated": true when entries stopped at max_entries}. max_entries is
 // capped at 100000.
 //
@@ -136,7 +137,7 @@ func (w *Workspace) listFiles(ctx context.Context, in map[string]any) (map[strin
 	if err != nil {
 		return nil, err
 	}
-	details, err := boolArg(in, "details", false)
+	details, err := boolArg(in, "details", true)
 	if err != nil {
 		return nil, err
 	}

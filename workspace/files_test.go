@@ -75,13 +75,13 @@ func TestListFilesEntryShape(t *testing.T) {
 		}
 		return m
 	}
-	detailed := byPath(map[string]any{"recursive": true, "details": true})
+	detailed := byPath(map[string]any{"recursive": true})
 	if e := detailed["b.txt"]; e["type"] != "file" || e["size"] != int64(2) || e["name"] != "b.txt" || !strings.HasSuffix(e["mod_time"].(string), "Z") {
-		t.Fatalf("b.txt entry with details = %v", e)
+		t.Fatalf("b.txt entry (details by default) = %v", e)
 	}
-	plain := byPath(map[string]any{"recursive": true})
+	plain := byPath(map[string]any{"recursive": true, "details": false})
 	if e := plain["b.txt"]; len(e) != 3 || e["type"] != "file" || e["name"] != "b.txt" {
-		t.Fatalf("b.txt entry without details = %v, want path, name and type only", e)
+		t.Fatalf("b.txt entry with details false = %v, want path, name and type only", e)
 	}
 	if len(plain) != len(detailed) {
 		t.Fatalf("%d entries without details, %d with", len(plain), len(detailed))
@@ -96,6 +96,9 @@ func TestListFilesEntryShape(t *testing.T) {
 	}
 	if e := plain["dirlink"]; e["type"] != "symlink" {
 		t.Fatalf("dirlink entry = %v", e)
+	}
+	if _, ok := detailed["dirlink/x.go"]; ok {
+		t.Fatal("recursive listing with details followed a symlinked directory")
 	}
 	if _, ok := plain["dirlink/x.go"]; ok {
 		t.Fatal("recursive listing followed a symlinked directory")

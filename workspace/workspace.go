@@ -184,9 +184,9 @@ func (w *Workspace) Close() error {
 // The file actions and their payloads:
 //
 //   - workspace_list_files {path=".", recursive, max_entries, include_git,
-//     details} -> {"path", "entries": [{"path", "name", "type": "file"|
-//     "dir"|"symlink"|"other", with details also "size", "mod_time"
-//     (RFC 3339, UTC)}],
+//     details=true} -> {"path", "entries": [{"path", "name", "type":
+//     "file"|"dir"|"symlink"|"other", "size", "mod_time" (RFC 3339, UTC);
+//     with details false no size or mod_time, and no lstat per entry}],
 //     "truncated"}. Sorted depth first by name; symlinks are listed, never
 //     followed; .git contents only with include_git; mount points are not
 //     descended into.

@@ -4,8 +4,8 @@
 //
 //   start-up: spawn the server, connect, first tools/list complete
 //   read:     N reads of a 64 KiB file (workspace_read_file / read_text_file)
-//   list:     M listings of a 1,000-entry directory (workspace_list_files /
-//             list_directory)
+//   list:     M listings of a 1,000-entry directory, names and types
+//             (workspace_list_files with details: false / list_directory)
 //
 // Usage: node bench.mjs --harness PATH [--starts 20] [--reads 2000] [--lists 500]
 //                       [--audit PATH] [--concurrency 1]
@@ -62,7 +62,9 @@ const servers = {
   harness: {
     command: args.harness, args: ['mcp', '--config', config, '--root', root],
     read: { name: 'workspace_read_file', arguments: { path: 'big.txt' } },
-    list: { name: 'workspace_list_files', arguments: { path: 'many' } },
+    // details: false lists names and types, what list_directory gives;
+    // the default also stats every entry for its size and mod_time.
+    list: { name: 'workspace_list_files', arguments: { path: 'many', details: false } },
   },
   'server-filesystem': {
     command: process.execPath, args: [fsServer, root],
