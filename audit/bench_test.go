@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+
+	"github.com/harness-runtime/harness/internal/testkit"
 )
 
 // benchEvent is the size of a typical sanitized post_action event.
@@ -73,7 +75,7 @@ func BenchmarkJSONLAppendParallel(b *testing.B) {
 }
 
 func BenchmarkPostgresAppend(b *testing.B) {
-	dsn := testPostgres(b)
+	dsn := testkit.Postgres(b)
 	for _, mode := range appendModes {
 		b.Run(mode.name, func(b *testing.B) {
 			table := testTable(b, dsn)

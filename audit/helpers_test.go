@@ -96,31 +96,6 @@ func verifyFile(t testing.TB, path string) Report {
 	return verifyBytes(t, data)
 }
 
-// testPostgres returns the DSN of the test database: HARNESS_TEST_POSTGRES
-// or a local default. When it cannot be reached the test is skipped, or
-// fails when CI=true.
-func testPostgres(t testing.TB) string {
-	t.Helper()
-	dsn := os.Getenv("HARNESS_TEST_POSTGRES")
-	if dsn == "" {
-		dsn = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err == nil {
-		err = conn.Ping(ctx)
-		conn.Close(ctx)
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("PostgreSQL at HARNESS_TEST_POSTGRES is required when CI=true: %v", err)
-		}
-		t.Skipf("PostgreSQL not reachable (set HARNESS_TEST_POSTGRES): %v", err)
-	}
-	return dsn
-}
-
 func randomHex(t testing.TB) string {
 	var b [6]byte
 	if _, err := rand.Read(b[:]); err != nil {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/harness-runtime/harness/internal/testkit"
 )
 
 func openPG(t *testing.T, dsn, table, instance string) *Postgres {
@@ -45,7 +47,7 @@ func verifyPG(t *testing.T, dsn, table, instance string) Report {
 }
 
 func TestPostgresContinuesAfterReopen(t *testing.T) {
-	dsn := testPostgres(t)
+	dsn := testkit.Postgres(t)
 	table := testTable(t, dsn)
 	var last Record
 	for round := range 3 {
@@ -66,7 +68,7 @@ func TestPostgresContinuesAfterReopen(t *testing.T) {
 }
 
 func TestPostgresOneChainPerInstance(t *testing.T) {
-	dsn := testPostgres(t)
+	dsn := testkit.Postgres(t)
 	table := testTable(t, dsn)
 	a := openPG(t, dsn, table, "replica-a")
 	b := openPG(t, dsn, table, "replica-b")
@@ -87,7 +89,7 @@ func TestPostgresOneChainPerInstance(t *testing.T) {
 }
 
 func TestPostgresConcurrentAppenders(t *testing.T) {
-	dsn := testPostgres(t)
+	dsn := testkit.Postgres(t)
 	table := testTable(t, dsn)
 	// Two logs for one instance, as two processes sharing a name would be:
 	// their appends race on the database, not on a Go mutex.
@@ -113,7 +115,7 @@ func TestPostgresConcurrentAppenders(t *testing.T) {
 }
 
 func TestPostgresRefusesUpdateDeleteTruncate(t *testing.T) {
-	dsn := testPostgres(t)
+	dsn := testkit.Postgres(t)
 	table := testTable(t, dsn)
 	appendN(t, openPG(t, dsn, table, "a"), 3)
 	ctx := context.Background()
@@ -142,7 +144,7 @@ func TestPostgresRefusesUpdateDeleteTruncate(t *testing.T) {
 }
 
 func TestVerifyPostgresDetectsTampering(t *testing.T) {
-	dsn := testPostgres(t)
+	dsn := testkit.Postgres(t)
 	cases := []struct {
 		name     string
 		sql      string // %[1]s is the table
@@ -180,7 +182,7 @@ func TestVerifyPostgresDetectsTampering(t *testing.T) {
 }
 
 func TestPostgresFailsClosed(t *testing.T) {
-	dsn := testPostgres(t)
+	dsn := testkit.Postgres(t)
 	table := testTable(t, dsn)
 	p := openPG(t, dsn, table, "a")
 	appendN(t, p, 1)
@@ -195,7 +197,7 @@ func TestPostgresFailsClosed(t *testing.T) {
 }
 
 func TestPostgresReconnectsAfterConnectionLoss(t *testing.T) {
-	dsn := testPostgres(t)
+	dsn := testkit.Postgres(t)
 	table := testTable(t, dsn)
 	p := openPG(t, dsn, table, "a")
 	appendN(t, p, 2)
@@ -218,7 +220,7 @@ func TestPostgresReconnectsAfterConnectionLoss(t *testing.T) {
 }
 
 func TestPostgresTableFromDSN(t *testing.T) {
-	dsn := testPostgres(t)
+	dsn := testkit.Postgres(t)
 	table := testTable(t, dsn)
 	sep := "?"
 	if strings.Contains(dsn, "?") {
@@ -263,7 +265,7 @@ func TestPostgresBadTableName(t *testing.T) {
 // TestSyncCommitSetting pins what the first statement of an append's
 // transaction leaves synchronous_commit at, from each starting value.
 func TestSyncCommitSetting(t *testing.T) {
-	dsn := testPostgres(t)
+	dsn := testkit.Postgres(t)
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
@@ -303,7 +305,7 @@ func TestSyncCommitSetting(t *testing.T) {
 }
 
 func TestVerifyPostgresWithAnchor(t *testing.T) {
-	dsn := testPostgres(t)
+	dsn := testkit.Postgres(t)
 	table := testTable(t, dsn)
 	last := appendN(t, openPG(t, dsn, table, "a"), 5)
 	anchor := Anchor{Seq: last.Seq, Hash: last.Hash}
@@ -328,7 +330,7 @@ func TestVerifyPostgresWithAnchor(t *testing.T) {
 }
 
 func TestPostgresReplicasCreateTableAtOnce(t *testing.T) {
-	dsn := testPostgres(t)
+	dsn := testkit.Postgres(t)
 	table := testTable(t, dsn)
 	const replicas = 4
 	var wg sync.WaitGroup

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+
+	"github.com/harness-runtime/harness/internal/testkit"
 )
 
 // BenchmarkPreviewExecute measures one HTTP preview -> execute pair of a
@@ -16,7 +18,7 @@ func BenchmarkPreviewExecute(b *testing.B) {
 	stores := map[string]func(b *testing.B) TokenStore{
 		"memory": func(*testing.B) TokenStore { return nil },
 		"redis": func(b *testing.B) TokenStore {
-			c := needRedis(b)
+			c := testkit.Redis(b)
 			return NewRedisStore(c, "harness-bench:")
 		},
 	}
@@ -45,7 +47,7 @@ func BenchmarkConsume(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			var s TokenStore = NewMemoryStore(0)
 			if name == "redis" {
-				s = NewRedisStore(needRedis(b), "harness-bench:")
+				s = NewRedisStore(testkit.Redis(b), "harness-bench:")
 			}
 			defer s.Close()
 			rec := testRecord("alice", "", 60e9)

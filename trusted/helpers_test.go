@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/harness-runtime/harness/audit"
+	"github.com/harness-runtime/harness/internal/testkit"
 	"github.com/harness-runtime/harness/policy"
 	"github.com/harness-runtime/harness/runtime"
 	"github.com/harness-runtime/harness/sanitize"
@@ -58,29 +59,11 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type fixture struct {
 	URL       string
 	Root      string
 	AuditPath string
-	Logs      *syncBuffer
+	Logs      *testkit.SyncBuffer
 	Service   *Service
 	Server    *Server
 	Harness   *runtime.Harness
@@ -133,7 +116,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	alog, err := audit.OpenJSONL(auditPath)
 	require.NoError(t, err)
 	t.Cleanup(func() { alog.Close() })
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	h, ws, err := runtime.Build(cfg, runtime.BuildOptions{Sanitizer: san, Recorder: runtime.AuditRecorder(alog), Logger: logger})
 	require.NoError(t, err)

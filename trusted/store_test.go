@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,36 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/harness-runtime/harness/action"
+	"github.com/harness-runtime/harness/internal/testkit"
 )
-
-// redisURL is the Redis the tests use: HARNESS_TEST_REDIS, or database 15
-// of the local server.
-func redisURL() string {
-	if u := os.Getenv("HARNESS_TEST_REDIS"); u != "" {
-		return u
-	}
-	return "redis://127.0.0.1:6379/15"
-}
-
-// needRedis returns a client on the test Redis, failing under CI=true and
-// skipping otherwise when it is unreachable.
-func needRedis(t testing.TB) *redis.Client {
-	t.Helper()
-	opts, err := redis.ParseURL(redisURL())
-	require.NoError(t, err)
-	c := redis.NewClient(opts)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := c.Ping(ctx).Err(); err != nil {
-		c.Close()
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("redis at %s unreachable: %v", redisURL(), err)
-		}
-		t.Skipf("redis at %s unreachable (set HARNESS_TEST_REDIS): %v", redisURL(), err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
 
 // storeFactories are the stores the conformance suite runs against. Each
 // Redis store gets its own key prefix so that parallel runs do not meet.
@@ -55,7 +26,7 @@ func storeFactories() map[string]func(t *testing.T) TokenStore {
 			return s
 		},
 		"redis": func(t *testing.T) TokenStore {
-			c := needRedis(t)
+			c := testkit.Redis(t)
 			_, id, err := NewToken()
 			require.NoError(t, err)
 			return NewRedisStore(c, "harness-test:"+id[:12]+":")
@@ -152,7 +123,7 @@ func TestTokenStoreConformance(t *testing.T) {
 }
 
 func TestRedisStoreExpiresInRedis(t *testing.T) {
-	c := needRedis(t)
+	c := testkit.Redis(t)
 	s := NewRedisStore(c, "harness-test-exp:")
 	ctx := context.Background()
 	_, id, _ := NewToken()
@@ -167,7 +138,7 @@ func TestRedisStoreExpiresInRedis(t *testing.T) {
 }
 
 func TestRedisStoreKeepsOnlyTheTokenHash(t *testing.T) {
-	c := needRedis(t)
+	c := testkit.Redis(t)
 	prefix := "harness-test-hash:"
 	s := NewRedisStore(c, prefix)
 	ctx := context.Background()
@@ -254,7 +225,7 @@ func TestNewTokenShape(t *testing.T) {
 // (500), never not_found, so that an outage is not mistaken for a used
 // token, and /readyz says so.
 func TestStoreOutageFailsClosed(t *testing.T) {
-	c := needRedis(t)
+	c := testkit.Redis(t)
 	opts := *c.Options()
 	broken := redis.NewClient(&opts)
 	store := NewRedisStore(broken, "harness-test-outage:")

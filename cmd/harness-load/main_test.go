@@ -4,36 +4,23 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"github.com/harness-runtime/harness/internal/testkit"
 )
 
 // TestLoadInProcess runs the tool briefly against its in-process server
 // for each store and checks that it measured pairs without errors.
 func TestLoadInProcess(t *testing.T) {
-	stores := []string{"memory"}
-	redisURL := os.Getenv("HARNESS_TEST_REDIS")
-	if redisURL == "" {
-		redisURL = "redis://127.0.0.1:6379/15"
-	}
-	if opts, err := redis.ParseURL(redisURL); err == nil {
-		c := redis.NewClient(opts)
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		if c.Ping(ctx).Err() == nil {
-			stores = append(stores, redisURL)
-		} else if os.Getenv("CI") == "true" {
-			t.Errorf("redis at %s unreachable", redisURL)
-		}
-		cancel()
-		c.Close()
-	}
-	for _, store := range stores {
+	for _, store := range []string{"memory", testkit.RedisURL()} {
 		t.Run(storeKind(store), func(t *testing.T) {
+			if store != "memory" {
+				testkit.Redis(t) // skips, or fails when CI=true, without Redis
+			}
 			var out, errb bytes.Buffer
 			code := run(context.Background(), []string{"-store", store, "-clients", "4", "-duration", "700ms", "-warmup", "200ms", "-json"}, &out, &errb)
 			require.Equal(t, 0, code, "stderr: %s\nstdout: %s", errb.String(), out.String())

@@ -11,10 +11,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/harness-runtime/harness/audit"
-	"github.com/jackc/pgx/v5"
+	"github.com/harness-runtime/harness/internal/testkit"
 )
 
 // auditLog writes a log of n records and returns its path and content.
@@ -140,31 +141,8 @@ func TestAuditVerifyCommandJSON(t *testing.T) {
 	}
 }
 
-// testPostgresDSN returns HARNESS_TEST_POSTGRES (or the local default);
-// skips when it is unreachable, fails when CI=true.
-func testPostgresDSN(t *testing.T) string {
-	t.Helper()
-	dsn := os.Getenv("HARNESS_TEST_POSTGRES")
-	if dsn == "" {
-		dsn = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err == nil {
-		conn.Close(ctx)
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("PostgreSQL required when CI=true: %v", err)
-		}
-		t.Skipf("PostgreSQL not reachable (set HARNESS_TEST_POSTGRES): %v", err)
-	}
-	return dsn
-}
-
 func TestAuditVerifyCommandPostgres(t *testing.T) {
-	dsn := testPostgresDSN(t)
+	dsn := testkit.Postgres(t)
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	table := "harness_audit_cli_test_" + hex.EncodeToString(b[:])

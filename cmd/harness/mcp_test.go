@@ -13,9 +13,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/harness-runtime/harness/internal/testkit"
 )
 
 // mcpTestConfig is testConfig with the read-only file action auto-approved,
@@ -144,28 +145,10 @@ func TestMCPCommandUsage(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe to read while the command writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestMCPCommandServesHTTP(t *testing.T) {
 	cfg, root := mcpTestConfig(t, "")
 	ctx, cancel := context.WithCancel(context.Background())
-	errb := &syncBuffer{}
+	errb := &testkit.SyncBuffer{}
 	done := make(chan int, 1)
 	go func() {
 		done <- dispatch(ctx, []string{"mcp", "--config", cfg, "--root", root, "--http", "127.0.0.1:0"}, stdio{in: strings.NewReader(""), out: io.Discard, err: errb})

@@ -22,10 +22,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/harness-runtime/harness/audit"
+	"github.com/harness-runtime/harness/internal/testkit"
 	"github.com/harness-runtime/harness/trusted"
 )
 
@@ -46,49 +46,11 @@ func harnessBinary(t *testing.T) string {
 	return bin
 }
 
-func testRedisURL() string {
-	if u := os.Getenv("HARNESS_TEST_REDIS"); u != "" {
-		return u
-	}
-	return "redis://127.0.0.1:6379/15"
-}
-
-func needServeRedis(t *testing.T) *redis.Client {
-	t.Helper()
-	opts, err := redis.ParseURL(testRedisURL())
-	require.NoError(t, err)
-	c := redis.NewClient(opts)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := c.Ping(ctx).Err(); err != nil {
-		c.Close()
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("redis unreachable: %v", err)
-		}
-		t.Skipf("redis at %s unreachable (set HARNESS_TEST_REDIS): %v", testRedisURL(), err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
 // needServePostgres returns a DSN naming a fresh audit table, dropped at
 // the end of the test.
 func needServePostgres(t *testing.T) (dsn string, table string) {
 	t.Helper()
-	base := os.Getenv("HARNESS_TEST_POSTGRES")
-	if base == "" {
-		base = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("postgres unreachable: %v", err)
-		}
-		t.Skipf("postgres unreachable (set HARNESS_TEST_POSTGRES): %v", err)
-	}
-	conn.Close(ctx)
+	base := testkit.Postgres(t)
 	var b [5]byte
 	rand.Read(b[:])
 	table = "harness_audit_serve_" + hex.EncodeToString(b[:])
@@ -257,12 +219,12 @@ func readFile(t *testing.T, root, name string) string {
 // workspace, one Redis token store and one PostgreSQL audit table.
 func TestServeReplicasShareRedis(t *testing.T) {
 	bin := harnessBinary(t)
-	rc := needServeRedis(t)
+	rc := testkit.Redis(t)
 	dsn, table := needServePostgres(t)
 	root := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(root, "f.txt"), []byte("one\ntwo\n"), 0o644))
-	a := startServe(t, bin, writeServeConfig(t, serveConfig{root: root, store: testRedisURL(), auditPath: dsn, instance: "replica-a", ttl: 2}))
-	b := startServe(t, bin, writeServeConfig(t, serveConfig{root: root, store: testRedisURL(), auditPath: dsn, instance: "replica-b", ttl: 2}))
+	a := startServe(t, bin, writeServeConfig(t, serveConfig{root: root, store: testkit.RedisURL(), auditPath: dsn, instance: "replica-a", ttl: 2}))
+	b := startServe(t, bin, writeServeConfig(t, serveConfig{root: root, store: testkit.RedisURL(), auditPath: dsn, instance: "replica-b", ttl: 2}))
 	var tokens []string
 
 	t.Run("ready: Redis and the Postgres audit answer", func(t *testing.T) {
