@@ -81,8 +81,7 @@ func canonicalEvent(ev json.RawMessage) ([]byte, error) {
 
 // jsonString writes s as action.Canonical does.
 func jsonString(buf *bytes.Buffer, s string) {
-	b, _ := action.Canonical(s) // a string always encodes
-	buf.Write(b)
+	buf.Write(action.AppendJSONString(buf.AvailableBuffer(), s))
 }
 
 // encodeRecord writes the stored text of a record; event must already be

@@ -233,14 +233,24 @@ func toolResult(obs action.Observation) *mcpgo.CallToolResult {
 		obs.Payload = map[string]any{}
 	}
 	if !encodable(obs.Payload, 0) {
-		obs = action.Observation{ActionID: obs.ActionID, Action: obs.Action, Source: action.SourceHarness, Status: action.StatusError,
-			Code: action.CodeInternal, Message: "observation payload is not encodable as JSON", Payload: map[string]any{}, LatencyMS: obs.LatencyMS}
+		obs = internalError(obs, errUnencodable)
 	}
 	return &mcpgo.CallToolResult{
 		Content:           []mcpgo.Content{mcpgo.NewTextContent(Render(obs))},
 		StructuredContent: obs,
 		IsError:           obs.Status != action.StatusOK,
 	}
+}
+
+// errUnencodable is the message of an observation whose payload JSON
+// cannot encode.
+const errUnencodable = "observation payload is not encodable as JSON"
+
+// internalError replaces obs, which the client cannot be given as it is,
+// by an internal error saying why; it keeps the ids and the latency.
+func internalError(obs action.Observation, message string) action.Observation {
+	return action.Observation{ActionID: obs.ActionID, Action: obs.Action, Source: action.SourceHarness, Status: action.StatusError,
+		Code: action.CodeInternal, Message: message, Payload: map[string]any{}, LatencyMS: obs.LatencyMS}
 }
 
 // encodable reports whether encoding/json can encode v. It walks the

@@ -113,8 +113,7 @@ func (fc *fastCalls) take(line []byte) bool {
 			obs = fc.s.runRecovered(ctx, a)
 		}
 		if !fc.respond(m.ID, obs) {
-			fc.respond(m.ID, action.Observation{ActionID: obs.ActionID, Action: obs.Action, Source: action.SourceHarness,
-				Status: action.StatusError, Code: action.CodeInternal, Message: "internal error: the result could not be rendered", Payload: map[string]any{}})
+			fc.respond(m.ID, internalError(obs, "internal error: the result could not be rendered"))
 		}
 	}()
 	return true
@@ -180,8 +179,7 @@ func (fc *fastCalls) observe(line []byte) {
 func (s *Server) runRecovered(ctx context.Context, a action.Action) (obs action.Observation) {
 	defer func() {
 		if r := recover(); r != nil {
-			obs = action.Observation{Action: a.Name, Source: action.SourceHarness, Status: action.StatusError,
-				Code: action.CodeInternal, Message: fmt.Sprintf("internal error: %v", r), Payload: map[string]any{}}
+			obs = internalError(action.Observation{Action: a.Name}, fmt.Sprintf("internal error: %v", r))
 		}
 	}()
 	return s.run(ctx, a)
@@ -210,9 +208,7 @@ func appendToolResponse(b []byte, id json.RawMessage, obs action.Observation) []
 	b = append(b, `}],"structuredContent":`...)
 	out, err := appendObservation(b, obs)
 	if err != nil {
-		obs = action.Observation{ActionID: obs.ActionID, Action: obs.Action, Source: action.SourceHarness, Status: action.StatusError,
-			Code: action.CodeInternal, Message: "observation payload is not encodable as JSON", Payload: map[string]any{}, LatencyMS: obs.LatencyMS}
-		return appendToolResponse(b[:head], id, obs)
+		return appendToolResponse(b[:head], id, internalError(obs, errUnencodable))
 	}
 	b = out
 	if obs.Status != action.StatusOK {
