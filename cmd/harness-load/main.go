@@ -1,7 +1,9 @@
 // Command harness-load measures the trusted flow of `harness serve`: N
 // concurrent clients each doing preview -> execute of a small patch (a
-// whole-file replacement of their own file) for a fixed time, and reports
-// pairs per second, pair latency percentiles and errors.
+// whole-file replacement of their own file, client-NNN/load.txt: each
+// client works in its own directory, as agents on different parts of a
+// tree do; -same-dir puts every file in the root instead) for a fixed
+// time, and reports pairs per second, pair latency percentiles and errors.
 //
 // Against a running server:
 //
@@ -33,7 +35,6 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
-	"runtime/debug"
 	"runtime/pprof"
 	"sort"
 	"sync"
@@ -41,6 +42,7 @@ import (
 	"time"
 
 	"github.com/harness-runtime/harness/audit"
+	"github.com/harness-runtime/harness/internal/tune"
 	"github.com/harness-runtime/harness/policy"
 	"github.com/harness-runtime/harness/runtime"
 	"github.com/harness-runtime/harness/sanitize"
@@ -59,6 +61,7 @@ type options struct {
 	minRate          float64
 	maxP99           time.Duration
 	jsonOut          bool
+	sameDir          bool
 	cpuProfile       string
 	mutexProfile     string
 }
@@ -77,6 +80,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&o.minRate, "min-rate", 0, "fail unless at least this many pairs/s")
 	fs.DurationVar(&o.maxP99, "max-p99", 0, "fail unless the p99 pair latency is at most this")
 	fs.BoolVar(&o.jsonOut, "json", false, "print the result as JSON")
+	fs.BoolVar(&o.sameDir, "same-dir", false, "every client's file in the workspace root (default: client-NNN/load.txt); the file system then serializes their creates and renames on one directory")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (server included when in-process) to file")
 	fs.StringVar(&o.mutexProfile, "mutexprofile", "", "write a mutex contention profile to file")
 	if err := fs.Parse(args); err != nil {
@@ -92,11 +96,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	target := o.addr
 	storeLabel := "external"
 	if target == "" {
-		// The in-process server runs with the garbage collector target
-		// `harness serve` uses (GOGC=400 unless GOGC is set).
-		if os.Getenv("GOGC") == "" {
-			debug.SetGCPercent(400)
-		}
+		// The in-process server runs with the runtime settings of
+		// `harness serve`.
+		tune.Service()
 		base, key, stop, err := startInProcess(ctx, o.store, o.auditMode)
 		if err != nil {
 			fmt.Fprintf(stderr, "harness-load: %v\n", err)
@@ -164,6 +166,7 @@ type result struct {
 	Store       string        `json:"store"`
 	Audit       string        `json:"audit"`
 	Clients     int           `json:"clients"`
+	SameDir     bool          `json:"same_dir"`
 	Duration    time.Duration `json:"duration_ns"`
 	Pairs       int           `json:"pairs"`
 	Errors      int64         `json:"errors"`
@@ -181,7 +184,11 @@ type result struct {
 }
 
 func (r result) print(w io.Writer) {
-	fmt.Fprintf(w, "harness-load: store=%s audit=%s clients=%d duration=%s\n", r.Store, r.Audit, r.Clients, r.Duration.Round(time.Millisecond))
+	layout := "a directory per client"
+	if r.SameDir {
+		layout = "one directory"
+	}
+	fmt.Fprintf(w, "harness-load: store=%s audit=%s clients=%d (%s) duration=%s\n", r.Store, r.Audit, r.Clients, layout, r.Duration.Round(time.Millisecond))
 	fmt.Fprintf(w, "pairs: %d  pairs/s: %.0f  errors: %d\n", r.Pairs, r.PairsPerSec, r.Errors)
 	fmt.Fprintf(w, "pair latency: p50 %s  p99 %s  max %s  (preview p50 %s, execute p50 %s)\n",
 		ms(r.P50), ms(r.P99), ms(r.Max), ms(r.PreviewP50), ms(r.ExecuteP50))
@@ -214,7 +221,10 @@ func load(ctx context.Context, base string, o options) result {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			path := fmt.Sprintf("load-%03d.txt", i)
+			path := fmt.Sprintf("client-%03d/load.txt", i)
+			if o.sameDir {
+				path = fmt.Sprintf("load-%03d.txt", i)
+			}
 			for n := 0; ; n++ {
 				select {
 				case <-stop:
@@ -250,7 +260,7 @@ func load(ctx context.Context, base string, o options) result {
 			executes = append(executes, s.execute)
 		}
 	}
-	r := result{Clients: o.clients, Duration: elapsed, Pairs: len(pairs), Errors: errs.Load(), FirstError: firstMsg}
+	r := result{Clients: o.clients, SameDir: o.sameDir, Duration: elapsed, Pairs: len(pairs), Errors: errs.Load(), FirstError: firstMsg}
 	r.PairsPerSec = float64(len(pairs)) / elapsed.Seconds()
 	if len(pairs) > 0 && cpu > 0 {
 		r.CPUPerPair = cpu / time.Duration(len(pairs))

@@ -36,6 +36,18 @@ func TestLoadInProcess(t *testing.T) {
 	}
 }
 
+// TestLoadSameDir runs the one-directory layout.
+func TestLoadSameDir(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"-same-dir", "-clients", "4", "-duration", "500ms", "-warmup", "100ms", "-json"}, &out, &errb)
+	require.Equal(t, 0, code, "stderr: %s\nstdout: %s", errb.String(), out.String())
+	var r result
+	require.NoError(t, json.Unmarshal(out.Bytes(), &r))
+	require.True(t, r.SameDir)
+	require.Greater(t, r.Pairs, 0)
+	require.Zero(t, r.Errors)
+}
+
 func TestLoadTargetsFail(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := run(context.Background(), []string{"-clients", "1", "-duration", "300ms", "-warmup", "0s", "-min-rate", "1e9"}, &out, &errb)

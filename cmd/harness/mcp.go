@@ -7,12 +7,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
-	"runtime/debug"
 	"sync/atomic"
 	"time"
 
 	"github.com/harness-runtime/harness/action"
+	"github.com/harness-runtime/harness/internal/tune"
 	"github.com/harness-runtime/harness/mcp"
 	"github.com/harness-runtime/harness/trusted"
 )
@@ -66,7 +65,7 @@ func syncBridge(log *slog.Logger) {
 }
 
 func mcpCmd(ctx context.Context, args []string, s stdio) int {
-	tuneServiceGC()
+	tune.Service()
 	fs := newFlags("mcp", "harness mcp [--config F] [--root DIR] [--http HOST:PORT]", s.err)
 	config := fs.String("config", "", "configuration file (YAML)")
 	root := fs.String("root", "", "workspace root (overrides harness.workspace.root)")
@@ -81,12 +80,6 @@ func mcpCmd(ctx context.Context, args []string, s stdio) int {
 		}
 		fs.Usage()
 		return exitUsage
-	}
-	if os.Getenv("GOGC") == "" {
-		// A bridge answers one client whose results (file contents,
-		// listings) are short-lived garbage: trade memory for fewer
-		// collections.
-		debug.SetGCPercent(400)
 	}
 	cfg, err := loadConfig(*config, *root)
 	if err != nil {

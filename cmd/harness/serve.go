@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harness-runtime/harness/audit"
+	"github.com/harness-runtime/harness/internal/tune"
 	"github.com/harness-runtime/harness/policy"
 	"github.com/harness-runtime/harness/trusted"
 )
@@ -33,7 +34,7 @@ func init() {
 const shutdownGrace = 60 * time.Second
 
 func serveCmd(ctx context.Context, args []string, s stdio) int {
-	tuneServiceGC()
+	tune.Service()
 	fs := newFlags("serve", "harness serve [--config F] [--addr HOST:PORT] [--root DIR] [--store memory|redis://…] [--demo]", s.err)
 	config := fs.String("config", "", "configuration file (YAML)")
 	addr := fs.String("addr", "", "listen address (overrides harness.http.addr; default "+policy.DefaultAddr+")")

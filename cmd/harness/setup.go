@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 
 	"github.com/harness-runtime/harness/audit"
 	"github.com/harness-runtime/harness/policy"
@@ -125,17 +124,3 @@ func sandboxHelper() string {
 // mountMCP connects the configured MCP servers; it is replaced by the MCP
 // package's wiring when servers are configured.
 var mountMCP = func(ctx context.Context, e *env) error { return nil }
-
-// serviceGCPercent is the garbage collector's target for the long-running
-// commands (serve, mcp) unless GOGC says otherwise: their live heap is a
-// few megabytes, and collecting at 4x instead of 2x of it measured 25%
-// less CPU per preview/execute pair (cmd/harness-load on tmpfs:
-// 0.31 -> 0.24 ms).
-const serviceGCPercent = 400
-
-// tuneServiceGC applies serviceGCPercent when GOGC is not set.
-func tuneServiceGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(serviceGCPercent)
-	}
-}
