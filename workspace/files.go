@@ -50,6 +50,12 @@ func openRegular(root *os.Root, rel string) (*os.File, fs.FileInfo, error) {
 	if err != nil {
 		return nil, nil, fsError(rel, err)
 	}
+	return openStatted(root, rel, fi)
+}
+
+// openStatted is openRegular for a caller that has just stat'ed rel (or
+// lstat'ed it and found no symlink): fi is what is there.
+func openStatted(root *os.Root, rel string, fi fs.FileInfo) (*os.File, fs.FileInfo, error) {
 	if err := refuseSpecial(rel, fi); err != nil {
 		return nil, nil, err
 	}

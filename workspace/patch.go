@@ -12,7 +12,6 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -288,7 +287,67 @@ type current struct {
 // writes are enabled, so that a proposal is refused like its apply would
 // be; checkPath otherwise), and no symlink at it or at any of its parents:
 // a patch never writes through a link.
-func (w *Workspace) checkTarget(rel string, write bool) (string, error) {
+//
+// The common case (a path whose existing names are all plain files and
+// directories, none protected) is settled by one lstat per name; anything
+// else is decided by checkTargetSlow, which gives every refusal its code
+// and message.
+func (w *Workspace) checkTarget(p string, write bool) (string, error) {
+	if rel, ok := w.plainTarget(p, write); ok {
+		return rel, nil
+	}
+	return w.checkTargetSlow(p, write)
+}
+
+// plainTarget reports whether checkTargetSlow(p, write) would accept p,
+// and with which path, when it can tell from one walk: p parses, each of
+// its names that exists was lstat'ed and none is a symlink (so following
+// links and not following them lead to the same file, and the real path is
+// the path as spelled), what exists at p is no special file and a
+// directory if spelled as one, and the write rules hold for the spelled
+// path. It returns false, never an error, whenever checkTargetSlow might
+// refuse or must look further.
+func (w *Workspace) plainTarget(p string, write bool) (string, bool) {
+	if write && !w.opts.WriteEnabled {
+		return "", false
+	}
+	writeRules := w.opts.WriteEnabled
+	rel, wantDir, err := parsePath(p)
+	if err != nil || (writeRules && (wantDir || rel == "." || refuseProtected(rel) != nil)) {
+		return "", false
+	}
+	var last fs.FileInfo // what is at rel, if it all exists
+	for i := 0; ; {
+		j := strings.IndexByte(rel[i:], '/')
+		prefix := rel
+		if j >= 0 {
+			prefix = rel[:i+j]
+		}
+		fi, err := w.root.Lstat(prefix)
+		if err != nil {
+			if !isNotExist(err) {
+				return "", false
+			}
+			break
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return "", false
+		}
+		if j < 0 {
+			last = fi
+			break
+		}
+		i += j + 1
+	}
+	if last != nil && (refuseSpecial(rel, last) != nil || (wantDir && !last.IsDir())) {
+		return "", false
+	}
+	return rel, true
+}
+
+// checkTargetSlow is checkTarget step by step: the path rules, then an
+// lstat of every name for symlinks.
+func (w *Workspace) checkTargetSlow(rel string, write bool) (string, error) {
 	var err error
 	if write || w.opts.WriteEnabled {
 		rel, err = w.checkWritePath(rel)
@@ -327,7 +386,8 @@ func (w *Workspace) readCurrent(rel string) (current, error) {
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		return current{}, action.Errorf(action.CodePathOutsideRoot, "path %s is a symlink; patches never write through symlinks", quote(rel))
 	}
-	f, fi, err := w.openFile(rel)
+	// Not a symlink: what lstat saw is what a stat would see.
+	f, fi, err := openStatted(w.root, rel, fi)
 	if err != nil {
 		return current{}, err
 	}
@@ -406,22 +466,24 @@ func (w *Workspace) plan(ctx context.Context, in map[string]any, write bool) (Pa
 		return PatchPlan{}, action.Errorf(action.CodeWriteDisabled, "writes are disabled for this workspace")
 	}
 	var target string
+	var cur *current // target as read for expected_sha256
 	if pi.hasPath {
 		if target, err = w.checkTarget(pi.path, write); err != nil {
 			return PatchPlan{}, err
 		}
 		if pi.expected != "" {
-			cur, err := w.readCurrent(target)
+			c, err := w.readCurrent(target)
 			if err != nil {
 				return PatchPlan{}, err
 			}
-			if !cur.exists || sha256Hex(cur.content) != pi.expected {
+			if !c.exists || sha256Hex(c.content) != pi.expected {
 				return PatchPlan{}, action.Errorf(action.CodeStalePreview, "path %s changed since it was read (expected_sha256 does not match)", quote(target))
 			}
+			cur = &c
 		}
 	}
 	if pi.hasContent {
-		return w.planContent(target, []byte(pi.content))
+		return w.planContent(target, []byte(pi.content), cur)
 	}
 	p, err := patch.Parse(pi.text)
 	if err != nil {
@@ -445,11 +507,15 @@ func (w *Workspace) plan(ctx context.Context, in map[string]any, write bool) (Pa
 	return w.planPatch(ctx, p, pi.opts, write)
 }
 
-// planContent plans replacing (or creating) target with content.
-func (w *Workspace) planContent(target string, content []byte) (PatchPlan, error) {
-	cur, err := w.readCurrent(target)
-	if err != nil {
-		return PatchPlan{}, err
+// planContent plans replacing (or creating) target with content; cur is
+// target as already read, or nil to read it.
+func (w *Workspace) planContent(target string, content []byte, cur *current) (PatchPlan, error) {
+	if cur == nil {
+		c, err := w.readCurrent(target)
+		if err != nil {
+			return PatchPlan{}, err
+		}
+		cur = &c
 	}
 	pf := PatchFile{Path: target, Op: string(patch.OpModify), Stage: string(patch.StageExact), after: content, mode: 0o644}
 	if cur.exists {
@@ -833,7 +899,7 @@ func (tx *patchTx) writeTemp(dir string, content []byte, mode fs.FileMode) (stri
 	}
 	name := path.Join(dir, ".harness-patch-"+hex.EncodeToString(rnd[:])+".tmp")
 	unlock := tx.w.lockDir(dir)
-	f, err := tx.w.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := tx.w.root.OpenFile(name, tempFlags, 0o600)
 	unlock()
 	if err != nil {
 		return "", fmt.Errorf("create temporary file in %s: %w", dir, err)

@@ -13,6 +13,11 @@ import (
 // opened handle is then checked and refused if it is not a regular file.
 const openFlags = os.O_RDONLY | syscall.O_NONBLOCK
 
+// tempFlags create a patch's temporary file. O_NONBLOCK, which changes
+// nothing for a regular file, saves the four fcntl calls the os package
+// spends on a blocking descriptor it cannot poll.
+const tempFlags = os.O_WRONLY | os.O_CREATE | os.O_EXCL | syscall.O_NONBLOCK
+
 // deviceOf returns the device number of fi, and false if it is unknown.
 func deviceOf(fi fs.FileInfo) (uint64, bool) {
 	st, ok := fi.Sys().(*syscall.Stat_t)
