@@ -293,10 +293,25 @@ type current struct {
 // else is decided by checkTargetSlow, which gives every refusal its code
 // and message.
 func (w *Workspace) checkTarget(p string, write bool) (string, error) {
-	if rel, ok := w.plainTarget(p, write); ok {
-		return rel, nil
+	rel, _, err := w.checkTargetSeen(p, write)
+	return rel, err
+}
+
+// seen is what checkTarget's walk saw at the target: when known, info is
+// its lstat (never a symlink's), or nil if it does not exist.
+type seen struct {
+	known bool
+	info  fs.FileInfo
+}
+
+// checkTargetSeen is checkTarget that also says what it saw at the target,
+// when its walk went there, so that reading it needs no second lstat.
+func (w *Workspace) checkTargetSeen(p string, write bool) (string, seen, error) {
+	if rel, last, ok := w.plainTarget(p, write); ok {
+		return rel, seen{known: true, info: last}, nil
 	}
-	return w.checkTargetSlow(p, write)
+	rel, err := w.checkTargetSlow(p, write)
+	return rel, seen{}, err
 }
 
 // plainTarget reports whether checkTargetSlow(p, write) would accept p,
@@ -307,14 +322,17 @@ func (w *Workspace) checkTarget(p string, write bool) (string, error) {
 // directory if spelled as one, and the write rules hold for the spelled
 // path. It returns false, never an error, whenever checkTargetSlow might
 // refuse or must look further.
-func (w *Workspace) plainTarget(p string, write bool) (string, bool) {
+//
+// With true it also returns the lstat of what is at p, or nil when some
+// name on the way does not exist.
+func (w *Workspace) plainTarget(p string, write bool) (string, fs.FileInfo, bool) {
 	if write && !w.opts.WriteEnabled {
-		return "", false
+		return "", nil, false
 	}
 	writeRules := w.opts.WriteEnabled
 	rel, wantDir, err := parsePath(p)
 	if err != nil || (writeRules && (wantDir || rel == "." || refuseProtected(rel) != nil)) {
-		return "", false
+		return "", nil, false
 	}
 	var last fs.FileInfo // what is at rel, if it all exists
 	for i := 0; ; {
@@ -326,12 +344,12 @@ func (w *Workspace) plainTarget(p string, write bool) (string, bool) {
 		fi, err := w.root.Lstat(prefix)
 		if err != nil {
 			if !isNotExist(err) {
-				return "", false
+				return "", nil, false
 			}
 			break
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
-			return "", false
+			return "", nil, false
 		}
 		if j < 0 {
 			last = fi
@@ -340,9 +358,9 @@ func (w *Workspace) plainTarget(p string, write bool) (string, bool) {
 		i += j + 1
 	}
 	if last != nil && (refuseSpecial(rel, last) != nil || (wantDir && !last.IsDir())) {
-		return "", false
+		return "", nil, false
 	}
-	return rel, true
+	return rel, last, true
 }
 
 // checkTargetSlow is checkTarget step by step: the path rules, then an
@@ -376,12 +394,21 @@ func (w *Workspace) checkTargetSlow(rel string, write bool) (string, error) {
 
 // readCurrent reads rel (already checked) if it exists.
 func (w *Workspace) readCurrent(rel string) (current, error) {
-	fi, err := w.root.Lstat(rel)
-	if err != nil {
-		if isNotExist(err) {
-			return current{}, nil
+	return w.readSeen(rel, seen{})
+}
+
+// readSeen is readCurrent for a target checkTargetSeen has just walked to:
+// what it saw there replaces a second lstat.
+func (w *Workspace) readSeen(rel string, at seen) (current, error) {
+	fi := at.info
+	if !at.known {
+		var err error
+		if fi, err = w.root.Lstat(rel); err != nil && !isNotExist(err) {
+			return current{}, fsError(rel, err)
 		}
-		return current{}, fsError(rel, err)
+	}
+	if fi == nil {
+		return current{}, nil
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		return current{}, action.Errorf(action.CodePathOutsideRoot, "path %s is a symlink; patches never write through symlinks", quote(rel))
@@ -466,13 +493,14 @@ func (w *Workspace) plan(ctx context.Context, in map[string]any, write bool) (Pa
 		return PatchPlan{}, action.Errorf(action.CodeWriteDisabled, "writes are disabled for this workspace")
 	}
 	var target string
+	var at seen
 	var cur *current // target as read for expected_sha256
 	if pi.hasPath {
-		if target, err = w.checkTarget(pi.path, write); err != nil {
+		if target, at, err = w.checkTargetSeen(pi.path, write); err != nil {
 			return PatchPlan{}, err
 		}
 		if pi.expected != "" {
-			c, err := w.readCurrent(target)
+			c, err := w.readSeen(target, at)
 			if err != nil {
 				return PatchPlan{}, err
 			}
@@ -483,7 +511,14 @@ func (w *Workspace) plan(ctx context.Context, in map[string]any, write bool) (Pa
 		}
 	}
 	if pi.hasContent {
-		return w.planContent(target, []byte(pi.content), cur)
+		if cur == nil {
+			c, err := w.readSeen(target, at)
+			if err != nil {
+				return PatchPlan{}, err
+			}
+			cur = &c
+		}
+		return w.planContent(target, []byte(pi.content), *cur)
 	}
 	p, err := patch.Parse(pi.text)
 	if err != nil {
@@ -507,16 +542,9 @@ func (w *Workspace) plan(ctx context.Context, in map[string]any, write bool) (Pa
 	return w.planPatch(ctx, p, pi.opts, write)
 }
 
-// planContent plans replacing (or creating) target with content; cur is
-// target as already read, or nil to read it.
-func (w *Workspace) planContent(target string, content []byte, cur *current) (PatchPlan, error) {
-	if cur == nil {
-		c, err := w.readCurrent(target)
-		if err != nil {
-			return PatchPlan{}, err
-		}
-		cur = &c
-	}
+// planContent plans replacing (or creating) target, as read in cur, with
+// content.
+func (w *Workspace) planContent(target string, content []byte, cur current) (PatchPlan, error) {
 	pf := PatchFile{Path: target, Op: string(patch.OpModify), Stage: string(patch.StageExact), after: content, mode: 0o644}
 	if cur.exists {
 		pf.before, pf.mode, pf.SHA256Before = cur.content, cur.mode, sha256Hex(cur.content)

@@ -39,11 +39,22 @@ func checkTargetAgrees(t *testing.T, fxs []*fixture, p string) {
 	t.Helper()
 	for _, fx := range fxs {
 		for _, write := range []bool{true, false} {
-			rel, err := fx.w.checkTarget(p, write)
+			rel, at, err := fx.w.checkTargetSeen(p, write)
 			wantRel, wantErr := fx.w.checkTargetSlow(p, write)
 			if rel != wantRel || action.CodeOf(err) != action.CodeOf(wantErr) || action.MessageOf(err) != action.MessageOf(wantErr) {
 				t.Fatalf("checkTarget(%q, write=%v) with writes enabled=%v = %q, %v; step by step: %q, %v",
 					p, write, fx.w.opts.WriteEnabled, rel, err, wantRel, wantErr)
+			}
+			if !at.known {
+				continue
+			}
+			// What the walk saw is what reading the target finds.
+			seenCur, seenErr := fx.w.readSeen(rel, at)
+			cur, curErr := fx.w.readCurrent(rel)
+			if seenCur.exists != cur.exists || string(seenCur.content) != string(cur.content) || seenCur.mode != cur.mode ||
+				action.CodeOf(seenErr) != action.CodeOf(curErr) || action.MessageOf(seenErr) != action.MessageOf(curErr) {
+				t.Fatalf("reading %q as seen by the walk: %v %q %v; with its own lstat: %v %q %v",
+					rel, seenCur.exists, seenCur.content, seenErr, cur.exists, cur.content, curErr)
 			}
 		}
 	}
@@ -63,12 +74,12 @@ func TestCheckTargetFastPathAgrees(t *testing.T) {
 	// The fast path does take the plain cases.
 	fx := fxs[0]
 	for _, p := range []string{"a.txt", "new.txt", "d/b.txt", "d/new/x.txt", "d/e/c.txt", "a.txt/x"} {
-		if _, ok := fx.w.plainTarget(p, true); !ok {
+		if _, _, ok := fx.w.plainTarget(p, true); !ok {
 			t.Errorf("plainTarget(%q) left a plain path to the slow path", p)
 		}
 	}
 	for _, p := range []string{"esc/x", "dlink/b.txt", ".git/config", "d/fifo", "d/", "loop", "d/up"} {
-		if _, ok := fx.w.plainTarget(p, true); ok {
+		if _, _, ok := fx.w.plainTarget(p, true); ok {
 			t.Errorf("plainTarget(%q) took a path the slow path must decide", p)
 		}
 	}
