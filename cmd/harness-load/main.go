@@ -19,7 +19,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -128,7 +127,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 		}()
 	}
-	res := load(ctx, target, o)
+	if _, err := newConn(target, o.key, requestTimeout); err != nil {
+		fmt.Fprintf(stderr, "harness-load: %v\n", err)
+		return 2
+	}
+	res := load(target, o)
 	res.Store, res.Audit = storeLabel, o.auditMode
 	if o.addr != "" {
 		res.Audit = "external"
@@ -206,10 +209,7 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d.Microse
 type sample struct{ pair, preview, execute time.Duration }
 
 // load runs the clients: warmup first (not measured), then duration.
-func load(ctx context.Context, base string, o options) result {
-	client := &http.Client{Transport: &http.Transport{
-		MaxIdleConns: o.clients * 2, MaxIdleConnsPerHost: o.clients * 2, IdleConnTimeout: time.Minute,
-	}, Timeout: 30 * time.Second}
+func load(base string, o options) result {
 	var measuring atomic.Bool
 	var errs atomic.Int64
 	var firstErr sync.Once
@@ -221,6 +221,8 @@ func load(ctx context.Context, base string, o options) result {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
+			c, _ := newConn(base, o.key, requestTimeout) // base was checked by run
+			defer c.close()
 			path := fmt.Sprintf("client-%03d/load.txt", i)
 			if o.sameDir {
 				path = fmt.Sprintf("load-%03d.txt", i)
@@ -232,7 +234,7 @@ func load(ctx context.Context, base string, o options) result {
 				default:
 				}
 				t0 := time.Now()
-				err := pair(ctx, client, base, o.key, path, fmt.Sprintf("client %d iteration %d\n", i, n), &samples[i], measuring.Load(), t0)
+				err := pair(c, path, fmt.Sprintf("client %d iteration %d\n", i, n), &samples[i], measuring.Load(), t0)
 				if err != nil && measuring.Load() {
 					errs.Add(1)
 					firstErr.Do(func() { firstMsg = err.Error() })
@@ -270,20 +272,23 @@ func load(ctx context.Context, base string, o options) result {
 	return r
 }
 
+// requestTimeout bounds one request of a client.
+const requestTimeout = 30 * time.Second
+
 // pair does one preview -> execute and, when measuring, records it.
-func pair(ctx context.Context, c *http.Client, base, key, path, content string, out *[]sample, measuring bool, t0 time.Time) error {
+func pair(c *conn, path, content string, out *[]sample, measuring bool, t0 time.Time) error {
 	body, _ := json.Marshal(map[string]any{"name": "workspace_apply_patch", "input": map[string]any{"path": path, "content": content}})
 	var pv struct {
 		Token string `json:"token"`
 	}
-	if err := do(ctx, c, base+"/v1/actions/preview", key, body, &pv); err != nil {
+	if err := do(c, "/v1/actions/preview", body, &pv); err != nil {
 		return fmt.Errorf("preview: %w", err)
 	}
 	t1 := time.Now()
 	var obs struct {
 		Status, Code, Message string
 	}
-	if err := do(ctx, c, base+"/v1/actions/execute/"+pv.Token, key, nil, &obs); err != nil {
+	if err := do(c, "/v1/actions/execute/"+pv.Token, nil, &obs); err != nil {
 		return fmt.Errorf("execute: %w", err)
 	}
 	if obs.Status != "ok" {
@@ -297,24 +302,13 @@ func pair(ctx context.Context, c *http.Client, base, key, path, content string, 
 	return nil
 }
 
-func do(ctx context.Context, c *http.Client, url, key string, body []byte, into any) error {
-	req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body))
+func do(c *conn, path string, body []byte, into any) error {
+	status, data, err := c.post(path, body)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("HTTP %d: %.200s", resp.StatusCode, data)
+	if status != http.StatusOK {
+		return fmt.Errorf("HTTP %d: %.200s", status, data)
 	}
 	return json.Unmarshal(data, into)
 }
