@@ -149,11 +149,15 @@ func (f *RootFiles) State(_ context.Context, p string) (FileState, error) {
 	if !fi.Mode().IsRegular() {
 		return st, nil
 	}
-	file, err := f.root.Open(p)
+	file, err := f.root.OpenFile(p, checkOpenFlags, 0)
 	if err != nil {
 		return st, fmt.Errorf("check %s: %w", p, err)
 	}
 	defer file.Close()
+	if fi, err := file.Stat(); err != nil || !fi.Mode().IsRegular() {
+		// Swapped for something else since the lstat.
+		return st, err
+	}
 	h := sha256.New()
 	if _, err := io.Copy(h, file); err != nil {
 		return st, fmt.Errorf("check %s: %w", p, err)

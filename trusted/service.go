@@ -402,6 +402,25 @@ type TokenRecord struct {
 	Reason   string `json:"reason,omitempty"`
 }
 
+// CanonicalValue returns the record as the generic values its JSON
+// decodes into, field for field as encoding/json writes it (omitempty
+// included), so that the audit log's canonical form of every token event
+// needs no JSON round trip. TestTokenRecordCanonicalValue holds the two
+// together.
+func (r TokenRecord) CanonicalValue() any {
+	m := map[string]any{
+		"kind": r.Kind, "event": string(r.Event), "token_ref": r.TokenRef, "principal": r.Principal,
+		"action": r.Action, "action_hash": r.ActionHash, "expires_at": r.ExpiresAt.Format(time.RFC3339Nano),
+		"files": r.Files, "action_id": r.ActionID,
+	}
+	for k, v := range map[string]string{"tenant": r.Tenant, "session_id": r.SessionID, "reason": r.Reason} {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	return m
+}
+
 func tokenRef(id string) string { return id[:16] }
 
 // runID is the action_id of a redeemed token's run: the action's own ID
