@@ -97,7 +97,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if target == "" {
 		// The in-process server runs with the runtime settings of
 		// `harness serve`.
-		tune.Service()
+		tune.GC()
+		tune.Procs()
 		base, key, stop, err := startInProcess(ctx, o.store, o.auditMode)
 		if err != nil {
 			fmt.Fprintf(stderr, "harness-load: %v\n", err)

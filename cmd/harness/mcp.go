@@ -65,7 +65,7 @@ func syncBridge(log *slog.Logger) {
 }
 
 func mcpCmd(ctx context.Context, args []string, s stdio) int {
-	tune.Service()
+	tune.GC()
 	fs := newFlags("mcp", "harness mcp [--config F] [--root DIR] [--http HOST:PORT]", s.err)
 	config := fs.String("config", "", "configuration file (YAML)")
 	root := fs.String("root", "", "workspace root (overrides harness.workspace.root)")

@@ -34,7 +34,8 @@ func init() {
 const shutdownGrace = 60 * time.Second
 
 func serveCmd(ctx context.Context, args []string, s stdio) int {
-	tune.Service()
+	tune.GC()
+	tune.Procs()
 	fs := newFlags("serve", "harness serve [--config F] [--addr HOST:PORT] [--root DIR] [--store memory|redis://…] [--demo]", s.err)
 	config := fs.String("config", "", "configuration file (YAML)")
 	addr := fs.String("addr", "", "listen address (overrides harness.http.addr; default "+policy.DefaultAddr+")")

@@ -1,6 +1,7 @@
-// Package tune sets the Go runtime up for Harness's long-running commands
-// (harness serve, harness mcp, and harness-load's in-process server).
-// Settings given in the environment (GOGC, GOMAXPROCS) always win.
+// Package tune sets the Go runtime up for Harness's long-running commands:
+// GC for harness serve and harness mcp, Procs for the HTTP service (harness
+// serve, and harness-load's in-process server). Settings given in the
+// environment (GOGC, GOMAXPROCS) always win.
 package tune
 
 import (
@@ -15,24 +16,28 @@ import (
 // 0.31 -> 0.24 ms).
 const GCPercent = 400
 
-// ProcsPerCPU is how many Go processors the services run per CPU. Every
+// ProcsPerCPU is how many Go processors the HTTP service runs per CPU. Every
 // action writes files and fsyncs the audit log: a goroutine blocked in
 // such a system call (create, fsync, rename) keeps its processor until the
 // runtime's monitor takes it back, which leaves CPUs idle while requests
 // wait to run. With 4 per CPU, cmd/harness-load on this project's 2-core
 // machine went from 1,312-1,544 to 1,825-1,954 pairs/s, at the same CPU
-// per pair.
+// per pair. The MCP bridge, which mostly answers one client a call at a
+// time, keeps the default: there the extra processors only spin.
 const ProcsPerCPU = 4
 
-// Service applies GCPercent unless GOGC is set and ProcsPerCPU unless
-// GOMAXPROCS is set.
-func Service() {
+// GC applies GCPercent unless GOGC is set.
+func GC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(GCPercent)
 	}
+}
+
+// Procs applies ProcsPerCPU unless GOMAXPROCS is set.
+func Procs() {
 	if os.Getenv("GOMAXPROCS") == "" {
 		// From the runtime's default (CPUs, or the container's CPU
-		// limit), so that calling Service again does not multiply.
+		// limit), so that calling Procs again does not multiply.
 		runtime.SetDefaultGOMAXPROCS()
 		runtime.GOMAXPROCS(ProcsPerCPU * runtime.GOMAXPROCS(0))
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestService(t *testing.T) {
+func TestGCAndProcs(t *testing.T) {
 	prevGC := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(prevGC)
 	prevProcs := runtime.GOMAXPROCS(0)
@@ -16,8 +16,9 @@ func TestService(t *testing.T) {
 
 	t.Setenv("GOGC", "")
 	t.Setenv("GOMAXPROCS", "")
-	Service()
-	Service() // idempotent
+	GC()
+	Procs()
+	Procs() // idempotent
 	if got := debug.SetGCPercent(100); got != GCPercent {
 		t.Errorf("without GOGC the GC percent is %d, want %d", got, GCPercent)
 	}
@@ -28,7 +29,8 @@ func TestService(t *testing.T) {
 	t.Setenv("GOGC", "100")
 	t.Setenv("GOMAXPROCS", "3")
 	runtime.GOMAXPROCS(3)
-	Service()
+	GC()
+	Procs()
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Errorf("with GOGC set the GC percent is %d, want it left alone (100)", got)
 	}
