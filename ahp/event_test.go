@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/harness-runtime/harness/action"
+	"github.com/harness-runtime/harness/internal/testkit"
 )
 
 // TestEventWireShape pins the JSON of a post_action event, field names and
@@ -60,22 +60,6 @@ func TestCanonicalValueMatchesJSON(t *testing.T) {
 		"bad utf8": {EventID: "\xff\xfe", Payload: &ActionPayload{Input: map[string]any{"\xff": "a\xffb"}}},
 	}
 	for name, ev := range cases {
-		t.Run(name, func(t *testing.T) {
-			fast, err := action.Canonical(ev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			raw, err := json.Marshal(ev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			slow, err := action.Canonical(json.RawMessage(raw))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(fast, slow) {
-				t.Fatalf("fast canonical form differs:\nfast %s\nslow %s", fast, slow)
-			}
-		})
+		t.Run(name, func(t *testing.T) { testkit.CanonicalMatchesJSON(t, ev) })
 	}
 }
