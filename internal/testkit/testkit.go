@@ -2,7 +2,8 @@
 // PostgreSQL the machine runs, found at HARNESS_TEST_REDIS and
 // HARNESS_TEST_POSTGRES (or their local defaults), with one rule for a
 // service that cannot be reached: the test is skipped, or fails when
-// CI=true; and a buffer safe to read while another goroutine writes it.
+// CI=true; a buffer safe to read while another goroutine writes it; and
+// the check that a type's fast canonical form equals its JSON's.
 package testkit
 
 import (
