@@ -403,7 +403,11 @@ func (w *Workspace) readSeen(rel string, at seen) (current, error) {
 	fi := at.info
 	if !at.known {
 		var err error
-		if fi, err = w.root.Lstat(rel); err != nil && !isNotExist(err) {
+		fi, err = w.root.Lstat(rel)
+		if isNotExist(err) {
+			return current{}, nil
+		}
+		if err != nil {
 			return current{}, fsError(rel, err)
 		}
 	}
@@ -494,31 +498,29 @@ func (w *Workspace) plan(ctx context.Context, in map[string]any, write bool) (Pa
 	}
 	var target string
 	var at seen
-	var cur *current // target as read for expected_sha256
+	var cur current // the target, once read
+	read := false
 	if pi.hasPath {
 		if target, at, err = w.checkTargetSeen(pi.path, write); err != nil {
 			return PatchPlan{}, err
 		}
 		if pi.expected != "" {
-			c, err := w.readSeen(target, at)
-			if err != nil {
+			if cur, err = w.readSeen(target, at); err != nil {
 				return PatchPlan{}, err
 			}
-			if !c.exists || sha256Hex(c.content) != pi.expected {
+			if !cur.exists || sha256Hex(cur.content) != pi.expected {
 				return PatchPlan{}, action.Errorf(action.CodeStalePreview, "path %s changed since it was read (expected_sha256 does not match)", quote(target))
 			}
-			cur = &c
+			read = true
 		}
 	}
 	if pi.hasContent {
-		if cur == nil {
-			c, err := w.readSeen(target, at)
-			if err != nil {
+		if !read {
+			if cur, err = w.readSeen(target, at); err != nil {
 				return PatchPlan{}, err
 			}
-			cur = &c
 		}
-		return w.planContent(target, []byte(pi.content), *cur)
+		return w.planContent(target, []byte(pi.content), cur)
 	}
 	p, err := patch.Parse(pi.text)
 	if err != nil {
