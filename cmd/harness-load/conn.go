@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -19,6 +20,7 @@ import (
 // client: the measuring costs the machine less.
 type conn struct {
 	addr, host string
+	prefix     string // the base URL's path, before every request's
 	tls        bool
 	auth       string
 	timeout    time.Duration
@@ -39,7 +41,8 @@ func newConn(base, key string, timeout time.Duration) (*conn, error) {
 	if u.Port() == "" {
 		addr = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
 	}
-	return &conn{addr: addr, host: u.Host, tls: u.Scheme == "https", auth: "Bearer " + key, timeout: timeout}, nil
+	return &conn{addr: addr, host: u.Host, prefix: strings.TrimSuffix(u.Path, "/"), tls: u.Scheme == "https",
+		auth: "Bearer " + key, timeout: timeout}, nil
 }
 
 // post sends a POST of body to path and returns the response status and
@@ -78,6 +81,7 @@ func (c *conn) roundTrip(path string, body []byte) (status int, data []byte, kee
 	c.c.SetDeadline(time.Now().Add(c.timeout))
 	w := c.bw
 	w.WriteString("POST ")
+	w.WriteString(c.prefix)
 	w.WriteString(path)
 	w.WriteString(" HTTP/1.1\r\nHost: ")
 	w.WriteString(c.host)

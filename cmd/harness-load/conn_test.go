@@ -55,6 +55,14 @@ func TestConnKeepAliveAndRedial(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 200, status)
 	require.True(t, bytes.HasPrefix(data, []byte("/empty")))
+
+	// A base URL's path comes before the request's.
+	pc, err := newConn(srv.URL+"/api/", "k", 5*time.Second)
+	require.NoError(t, err)
+	defer pc.close()
+	_, data, err = pc.post("/v1/x", nil)
+	require.NoError(t, err)
+	require.Equal(t, "/api/v1/x ", string(data))
 }
 
 func TestConnDeadServer(t *testing.T) {
