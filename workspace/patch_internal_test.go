@@ -23,19 +23,10 @@ func TestApplyPlanRollsBack(t *testing.T) {
 	steps := []string{"a.txt", "sub/new.txt", "made.txt", "old.txt", "gone.txt"}
 	for _, failAt := range steps {
 		t.Run("fail-at-"+failAt, func(t *testing.T) {
-			dir := t.TempDir()
-			for n, c := range files {
-				if err := os.WriteFile(filepath.Join(dir, n), []byte(c), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
 			opts := DefaultOptions()
 			opts.Sandbox = "off"
-			w, err := New(dir, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer w.Close()
+			fx := newFixture(t, opts, files)
+			w, dir := fx.w, fx.root
 			before := listTreeForPatch(t, dir)
 			var seen []string
 			testHookCommitStep = func(rel string) error {
@@ -46,7 +37,7 @@ func TestApplyPlanRollsBack(t *testing.T) {
 				return nil
 			}
 			defer func() { testHookCommitStep = nil }()
-			_, err = w.Run(context.Background(), action.Action{Name: "workspace_apply_patch", Input: map[string]any{"patch": patchText}})
+			_, err := w.Run(context.Background(), action.Action{Name: "workspace_apply_patch", Input: map[string]any{"patch": patchText}})
 			if err == nil || !strings.Contains(err.Error(), "injected failure") {
 				t.Fatalf("err = %v, want the injected failure", err)
 			}

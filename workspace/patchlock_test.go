@@ -27,19 +27,10 @@ type lockFixture struct {
 
 func newLockFixture(t *testing.T, files map[string]string, holdAt string) *lockFixture {
 	t.Helper()
-	dir := t.TempDir()
-	for n, c := range files {
-		if err := os.WriteFile(filepath.Join(dir, n), []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	opts := DefaultOptions()
 	opts.Sandbox = "off"
-	w, err := New(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Close() })
+	fx := newFixture(t, opts, files)
+	w, dir := fx.w, fx.root
 	f := &lockFixture{t: t, w: w, dir: dir, holdAt: holdAt,
 		entered: make(chan struct{}), release: make(chan struct{}), waits: make(chan string, 16)}
 	var once sync.Once
@@ -227,14 +218,10 @@ func TestPatchLockRenameLocksBoth(t *testing.T) {
 // many goroutines: every apply succeeds and each file ends with one of the
 // contents written to it, with no temporary file left.
 func TestPatchLockManyConcurrentApplies(t *testing.T) {
-	dir := t.TempDir()
 	opts := DefaultOptions()
 	opts.Sandbox = "off"
-	w, err := New(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	fx := newFixture(t, opts, nil)
+	w, dir := fx.w, fx.root
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
 	for i := range 64 {
