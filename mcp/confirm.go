@@ -152,17 +152,16 @@ func (s *Server) confirmAndRun(ctx context.Context, req mcpgo.CallToolRequest, a
 // guard or the workspace's rules is blocked, anything else an error.
 func flowRefusal(a action.Action, err error) action.Observation {
 	code := action.CodeOf(err)
-	obs := action.Observation{Action: a.Name, Source: action.SourceHarness, Status: action.StatusError, Code: code, Message: action.MessageOf(err)}
+	msg := action.MessageOf(err)
+	if code == action.CodeNotFound {
+		code, msg = action.CodeStalePreview, "the confirmation expired or was already used; call the tool again to see a new preview"
+	}
+	obs := action.Observation{Action: a.Name, Source: action.SourceHarness, Status: code.Status(), Code: code, Message: msg}
 	switch code {
 	case action.CodeUnknownAction, action.CodeActionDisabled, action.CodeTenantNotAllowed, action.CodeInvalidInput,
-		action.CodeTrustedRuntimeDisabled, action.CodeTrustRequired, action.CodeHarnessBlocked, action.CodeBudgetExhausted,
-		action.CodeRepeatedAction, action.CodeCommandNotAllowed:
-		obs.Source, obs.Status = action.SourcePolicy, action.StatusBlocked
-	case action.CodePathOutsideRoot, action.CodeArgumentNotAllowed, action.CodeWriteDisabled, action.CodeShellDisabled, action.CodeStalePreview, action.CodeNotFound:
-		obs.Status = action.StatusBlocked
-	}
-	if code == action.CodeNotFound {
-		obs.Code, obs.Message = action.CodeStalePreview, "the confirmation expired or was already used; call the tool again to see a new preview"
+		action.CodeTrustedRuntimeDisabled, action.CodeTrustRequired, action.CodeBudgetExhausted,
+		action.CodeRepeatedAction, action.CodeRateLimited, action.CodeRuleDenied, action.CodeCommandNotAllowed:
+		obs.Source = action.SourcePolicy
 	}
 	return obs
 }
@@ -241,7 +240,7 @@ func confirmedIn(content any) bool {
 
 func errorObservation(a action.Action, err error) action.Observation {
 	code := action.CodeOf(err)
-	return action.Observation{Action: a.Name, Source: action.SourceHarness, Status: action.StatusError, Code: code, Message: action.MessageOf(err)}
+	return action.Observation{Action: a.Name, Source: action.SourceHarness, Status: code.Status(), Code: code, Message: action.MessageOf(err)}
 }
 
 // previewDigest is the SHA-256 of the canonical preview.

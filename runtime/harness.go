@@ -248,17 +248,8 @@ func (h *Harness) fail(id, name string, src action.Source, err *action.Error) ac
 	return action.Observation{ActionID: id, Action: name, Source: src, Status: statusFor(err.Code), Code: err.Code, Message: err.Message}
 }
 
-// statusFor maps a runtime's code to a status: a refusal by the runtime's
-// own confinement rules is "blocked", everything else that failed "error".
-func statusFor(code action.Code) action.Status {
-	switch code {
-	case action.CodePathOutsideRoot, action.CodeCommandNotAllowed, action.CodeArgumentNotAllowed,
-		action.CodeWriteDisabled, action.CodeShellDisabled, action.CodeHarnessBlocked,
-		action.CodeTrustRequired, action.CodeActionDisabled:
-		return action.StatusBlocked
-	}
-	return action.StatusError
-}
+// statusFor maps a code to a status through the code table in action.
+func statusFor(code action.Code) action.Status { return code.Status() }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 

@@ -414,39 +414,13 @@ func (s *Server) writeActionError(w http.ResponseWriter, err error, status func(
 	writeError(w, status(code), string(code), msg)
 }
 
-// previewStatus maps a refused preview to its HTTP status: 403 for a
-// refusal by policy or confinement, 429 for budgets, 500 for our own
-// faults, 504 for a timeout, 400 for everything that is the request's
-// fault (unknown action, invalid input, a patch that does not apply, a
-// file that does not exist).
-func previewStatus(c action.Code) int {
-	switch c {
-	case action.CodeTenantNotAllowed, action.CodeActionDisabled, action.CodeTrustedRuntimeDisabled,
-		action.CodeTrustRequired, action.CodePathOutsideRoot, action.CodeWriteDisabled,
-		action.CodeShellDisabled, action.CodeCommandNotAllowed, action.CodeArgumentNotAllowed,
-		action.CodeHarnessBlocked:
-		return http.StatusForbidden
-	case action.CodeBudgetExhausted, action.CodeRepeatedAction:
-		return http.StatusTooManyRequests
-	case action.CodeInternal, action.CodeMCPError:
-		return http.StatusInternalServerError
-	case action.CodeTimeout:
-		return http.StatusGatewayTimeout
-	}
-	return http.StatusBadRequest
-}
+// previewStatus maps a refused preview to its HTTP status, from the code
+// table in action.
+func previewStatus(c action.Code) int { return c.HTTPStatus() }
 
 // executeStatus maps a refused redeem: 404 for any token that cannot be
-// redeemed, 409 for a stale preview, 500 otherwise.
-func executeStatus(c action.Code) int {
-	switch c {
-	case action.CodeNotFound:
-		return http.StatusNotFound
-	case action.CodeStalePreview:
-		return http.StatusConflict
-	}
-	return http.StatusInternalServerError
-}
+// redeemed (not_found), 409 for a stale preview, from the same table.
+func executeStatus(c action.Code) int { return c.HTTPStatus() }
 
 func (s *Server) getSchemas(w http.ResponseWriter, r *http.Request) {
 	list := s.svc.Harness().Registry().List()

@@ -11,15 +11,17 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+
+	"github.com/harness-runtime/harness/action"
 )
 
 // Exit codes of SPEC section 4.
 const (
-	exitOK                = 0
-	exitActionError       = 1
-	exitUsage             = 2
-	exitBlocked           = 3
-	exitNeedsConfirmation = 4
+	exitOK                = action.ExitOK
+	exitActionError       = action.ExitActionError
+	exitUsage             = action.ExitUsage
+	exitBlocked           = action.ExitBlocked
+	exitNeedsConfirmation = action.ExitNeedsConfirmation
 )
 
 // command is one sub-command. It returns the process exit code. Messages for

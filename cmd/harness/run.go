@@ -66,17 +66,7 @@ func runCmd(ctx context.Context, args []string, s stdio) int {
 }
 
 // exitFor maps an observation's status to SPEC section 4's exit codes.
-func exitFor(st action.Status) int {
-	switch st {
-	case action.StatusOK:
-		return exitOK
-	case action.StatusBlocked:
-		return exitBlocked
-	case action.StatusNeedsConfirmation:
-		return exitNeedsConfirmation
-	}
-	return exitActionError
-}
+func exitFor(st action.Status) int { return action.ExitFor(st) }
 
 // readInput decodes the action input from --input or --input-file. No
 // input means an empty object.
