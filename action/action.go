@@ -38,6 +38,10 @@ type Observation struct {
 	Message   string         `json:"message"`
 	Payload   map[string]any `json:"payload"`
 	LatencyMS float64        `json:"latency_ms"`
+	// Decision is set when the guard did not plainly allow the action.
+	Decision *Decision `json:"decision,omitempty"`
+	// Approval is set when Status is needs_confirmation.
+	Approval *Approval `json:"approval,omitempty"`
 }
 
 // OK reports whether the observation has status ok.
@@ -79,3 +83,23 @@ const (
 	StatusBlocked           Status = "blocked"
 	StatusNeedsConfirmation Status = "needs_confirmation"
 )
+
+// Decision is what the guard decided about an action, as observations and
+// audit records carry it: the step and (for a configured rule) the rule
+// that decided, the outcome (allow, deny, ask, modify, defer) and why.
+// Observations carry it whenever the action was not plainly allowed.
+type Decision struct {
+	Step    string `json:"step"`
+	Rule    string `json:"rule,omitempty"`
+	Outcome string `json:"outcome"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// Approval is what an observation with status needs_confirmation says of
+// the approval it waits for: its id, when it expires (then the action is
+// refused with approval_expired), and the preview a person decides on.
+type Approval struct {
+	ID        string         `json:"id"`
+	ExpiresAt string         `json:"expires_at"`
+	Preview   map[string]any `json:"preview,omitempty"`
+}

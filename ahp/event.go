@@ -9,6 +9,8 @@ package ahp
 import (
 	"context"
 	"time"
+
+	"github.com/harness-runtime/harness/action"
 )
 
 // Version is the protocol version Harness speaks.
@@ -42,14 +44,22 @@ type Event struct {
 // input (pre_action), and a summary of its observation (post_action and
 // error), never the observation's payload itself.
 type ActionPayload struct {
-	ActionID    string              `json:"action_id"`
-	Action      string              `json:"action"`
-	Tenant      string              `json:"tenant,omitempty"`
-	TaskID      string              `json:"task_id,omitempty"`
-	StepID      string              `json:"step_id,omitempty"`
-	Principal   string              `json:"principal,omitempty"`
-	Trusted     bool                `json:"trusted"`
-	Input       any                 `json:"input,omitempty"`
+	ActionID  string `json:"action_id"`
+	Action    string `json:"action"`
+	Tenant    string `json:"tenant,omitempty"`
+	TaskID    string `json:"task_id,omitempty"`
+	StepID    string `json:"step_id,omitempty"`
+	Principal string `json:"principal,omitempty"`
+	Trusted   bool   `json:"trusted"`
+	Phase     string `json:"phase,omitempty"`
+	Input     any    `json:"input,omitempty"`
+	// ModifiedInput is the input as a guard step modified it; the action
+	// ran with it.
+	ModifiedInput any `json:"modified_input,omitempty"`
+	// Decision is the guard's decision (pre_action).
+	Decision *action.Decision `json:"decision,omitempty"`
+	// ApprovalID names the approval an "ask" created.
+	ApprovalID  string              `json:"approval_id,omitempty"`
 	Observation *ObservationSummary `json:"observation,omitempty"`
 }
 
@@ -94,9 +104,20 @@ func (e Event) CanonicalValue() any {
 		setNonEmpty(pm, "task_id", p.TaskID)
 		setNonEmpty(pm, "step_id", p.StepID)
 		setNonEmpty(pm, "principal", p.Principal)
+		setNonEmpty(pm, "phase", p.Phase)
 		if p.Input != nil {
 			pm["input"] = p.Input
 		}
+		if p.ModifiedInput != nil {
+			pm["modified_input"] = p.ModifiedInput
+		}
+		if d := p.Decision; d != nil {
+			dm := map[string]any{"step": d.Step, "outcome": d.Outcome}
+			setNonEmpty(dm, "rule", d.Rule)
+			setNonEmpty(dm, "reason", d.Reason)
+			pm["decision"] = dm
+		}
+		setNonEmpty(pm, "approval_id", p.ApprovalID)
 		if o := p.Observation; o != nil {
 			om := map[string]any{"source": o.Source, "status": o.Status, "code": o.Code, "latency_ms": o.LatencyMS}
 			setNonEmpty(om, "message", o.Message)

@@ -214,6 +214,11 @@ func (s *Server) run(ctx context.Context, a action.Action) action.Observation {
 		if sc, ok := s.h.Registry().Lookup(a.Name); ok && sc.Trusted && !s.h.Guard().AutoApproved(a.Name) {
 			obs.Message = a.Name + " needs trust: to allow it over MCP, list it in harness.auto-approved-actions (runs without confirmation) " +
 				"or in harness.mcp.bridge.trusted-actions (the person confirms each call's preview through MCP elicitation)"
+			if obs.Decision != nil {
+				d := *obs.Decision
+				d.Reason = obs.Message
+				obs.Decision = &d
+			}
 		}
 	}
 	return obs
@@ -221,7 +226,8 @@ func (s *Server) run(ctx context.Context, a action.Action) action.Observation {
 
 // blocked is the observation of a refusal decided before Execute.
 func (s *Server) blocked(a action.Action, d policy.Decision) action.Observation {
-	return action.Observation{Action: a.Name, Source: action.SourcePolicy, Status: action.StatusBlocked, Code: d.Code, Message: d.Message}
+	d.Check = "mcp_bridge"
+	return action.Observation{Action: a.Name, Source: action.SourcePolicy, Status: d.Code.Status(), Code: d.Code, Message: d.Message, Decision: d.Info()}
 }
 
 // toolResult is the MCP form of an observation. The observation goes into

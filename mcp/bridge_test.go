@@ -3,10 +3,14 @@ package mcp
 import (
 	"context"
 	"fmt"
+	"github.com/harness-runtime/harness/policy"
+	"github.com/harness-runtime/harness/runtime"
+	"github.com/harness-runtime/harness/schema"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -314,22 +318,26 @@ harness:
       fake: {command: [%s], tools: [echo], register-tools: true, timeout-ms: 10000}
 `, quoteList(fakeCommand(t))))
 	cfg.Harness.Workspace.Root = t.TempDir()
-	servers := cfg.Harness.MCP
-	cfg.Harness.MCP.Servers = nil // buildHarness mounts no client; this test does
-	h, closeFn, err := buildHarness(cfg, nil)
-	require.NoError(t, err)
-	defer closeFn()
-	srv, err := NewServer(h, cfg, WithLogger(quietLogger()))
-	require.NoError(t, err)
-	assert.NotContains(t, srv.Tools(), "mcp.fake.echo")
-
+	cfg.Resolve()
+	reg := schema.Catalog()
+	var srv *Server
+	var srvReady sync.WaitGroup
+	srvReady.Add(1)
 	synced := make(chan []string, 1)
-	c, errs := StartClient(context.Background(), servers, h.Registry(), quietLogger(), func(names []string) {
+	c, errs := StartClient(context.Background(), cfg.Harness.MCP, reg, quietLogger(), func(names []string) {
+		srvReady.Wait()
 		assert.NoError(t, srv.Sync()) // not require: this is not the test's goroutine
 		synced <- names
 	})
 	defer c.Close()
+	h, ws, err := runtime.Build(cfg, runtime.BuildOptions{Sanitizer: nopSanitizer{}, Logger: quietLogger(), Registry: reg,
+		Steps: policy.Steps{Validating: []policy.Step{c.Check()}}})
+	require.NoError(t, err)
+	defer ws.Close()
 	c.Mount(h)
+	srv, err = NewServer(h, cfg, WithLogger(quietLogger()))
+	srvReady.Done()
+	require.NoError(t, err)
 	// Started but maybe not ready: the call waits for the server.
 	obs := h.Execute(context.Background(), call("fake", "echo", map[string]any{"text": "early"}))
 	assert.Equal(t, action.StatusOK, obs.Status, obsString(obs))

@@ -188,7 +188,8 @@ func (c *Client) Run(ctx context.Context, a action.Action) (map[string]any, erro
 // Check returns the guard step for MCP actions: AllowlistCheck's rules,
 // then the arguments validated against the tool's imported input schema
 // when the server has published it (otherwise Run validates them before
-// calling). Append it to the guard with Guard.Append; Mount does.
+// calling). Give it to the guard when the guard is built
+// (policy.Steps.Validating); the pipeline assembly does.
 func (c *Client) Check() policy.Check {
 	return policy.Check{Name: CheckName, Fn: func(_ context.Context, req *policy.Request) policy.Decision {
 		t, d := c.al.decide(req)
@@ -209,11 +210,10 @@ func (c *Client) Check() policy.Check {
 }
 
 // Mount mounts the client on h as runtime "mcp" (observations with source
-// mcp) and appends Check to h's guard. Call it while building h, before
-// the first Execute.
+// mcp). h's guard must have been built with Check among its steps. Call it
+// while building h, before the first Execute.
 func (c *Client) Mount(h *runtime.Harness) {
 	h.Mount(schema.RuntimeMCP, action.SourceMCP, c)
-	h.Guard().Append(c.Check())
 }
 
 // ServerTools returns, per connected server, the names of its allowed tools

@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"fmt"
+	"github.com/harness-runtime/harness/schema"
 	"io"
 	"log/slog"
 	"os"
@@ -71,15 +72,17 @@ harness:
 	root, _ := os.MkdirTemp("", "harness-example-")
 	defer os.RemoveAll(root)
 	cfg.Harness.Workspace.Root = root
-	h, ws, _ := runtime.Build(cfg, runtime.BuildOptions{Sanitizer: passThrough{}})
-	defer ws.Close()
-
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	c, err := mcp.NewClient(context.Background(), cfg.Harness.MCP, h.Registry(), quiet)
+	reg := schema.Catalog()
+	c, err := mcp.NewClient(context.Background(), cfg.Harness.MCP, reg, quiet)
 	if err != nil {
 		panic(err)
 	}
 	defer c.Close()
+	// The client's allowlist is a step of the guard, given when it is built.
+	h, ws, _ := runtime.Build(cfg, runtime.BuildOptions{Sanitizer: passThrough{}, Registry: reg,
+		Steps: policy.Steps{Validating: []policy.Step{c.Check()}}})
+	defer ws.Close()
 	c.Mount(h)
 
 	for _, tool := range []string{"delete_everything", "search"} {

@@ -221,6 +221,14 @@ func appendToolResponse(b []byte, id json.RawMessage, obs action.Observation) []
 // action.Observation (the same fields in the same order), with the payload
 // in canonical form.
 func appendObservation(b []byte, obs action.Observation) ([]byte, error) {
+	if obs.Decision != nil || obs.Approval != nil {
+		// Refusals and waits are not the hot path: encoding/json writes them.
+		raw, err := json.Marshal(obs)
+		if err != nil {
+			return b, err
+		}
+		return append(b, raw...), nil
+	}
 	b = append(b, `{"action_id":`...)
 	b = action.AppendJSONString(b, obs.ActionID)
 	b = append(b, `,"action":`...)

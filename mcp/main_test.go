@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/harness-runtime/harness/schema"
 	"io"
 	"log/slog"
 	"os"
@@ -210,8 +211,21 @@ func newTrustedFlow(t testing.TB, h *runtime.Harness) TrustFlow {
 // mounted; sink, when set, subscribes to its events.
 func buildHarness(cfg *policy.Config, sink ahp.Sink) (*runtime.Harness, func(), error) {
 	cfg.Resolve()
-	h, ws, err := runtime.Build(cfg, runtime.BuildOptions{Sanitizer: nopSanitizer{}, Logger: quietLogger()})
+	reg := schema.Catalog()
+	var c *Client
+	var steps policy.Steps
+	if len(cfg.Harness.MCP.Servers) > 0 {
+		var err error
+		if c, err = NewClient(context.Background(), cfg.Harness.MCP, reg, quietLogger()); err != nil {
+			return nil, nil, err
+		}
+		steps.Validating = []policy.Step{c.Check()}
+	}
+	h, ws, err := runtime.Build(cfg, runtime.BuildOptions{Sanitizer: nopSanitizer{}, Logger: quietLogger(), Registry: reg, Steps: steps})
 	if err != nil {
+		if c != nil {
+			c.Close()
+		}
 		return nil, nil, err
 	}
 	if sink != nil {
@@ -221,12 +235,7 @@ func buildHarness(cfg *policy.Config, sink ahp.Sink) (*runtime.Harness, func(), 
 	harnessWorkspaces[h] = ws
 	mountedMu.Unlock()
 	closers := []func() error{ws.Close}
-	if len(cfg.Harness.MCP.Servers) > 0 {
-		c, err := NewClient(context.Background(), cfg.Harness.MCP, h.Registry(), quietLogger())
-		if err != nil {
-			ws.Close()
-			return nil, nil, err
-		}
+	if c != nil {
 		c.Mount(h)
 		mountedMu.Lock()
 		mountedClients[h] = c

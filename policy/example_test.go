@@ -10,7 +10,8 @@ import (
 )
 
 // The guard is an ordered list of named checks; the first refusal wins and
-// names its check and code. Programs append their own checks.
+// names its step and code. Programs add their own steps when the guard is
+// built; it cannot change after.
 func ExampleGuard() {
 	cfg, err := policy.Parse("example.yaml", []byte(`
 harness:
@@ -21,10 +22,10 @@ harness:
 		fmt.Println(err)
 		return
 	}
-	g := policy.NewGuard(schema.Catalog(), cfg)
-	g.Append(policy.Check{Name: "no_fridays", Fn: func(context.Context, *policy.Request) policy.Decision {
+	noFridays := policy.Step{Name: "no_fridays", Fn: func(context.Context, *policy.Request) policy.Decision {
 		return policy.Decision{}
-	}})
+	}}
+	g := policy.NewGuard(schema.Catalog(), cfg, policy.Steps{Validating: []policy.Step{noFridays}})
 	fmt.Println(g.Checks())
 
 	for _, a := range []action.Action{
@@ -36,7 +37,7 @@ harness:
 		fmt.Printf("%s: allowed=%v code=%q check=%q\n", a.Name, d.Allowed(), d.Code, d.Check)
 	}
 	// Output:
-	// [registered enabled tenant_allowed input_valid trusted_runtime_enabled trust_present no_fridays]
+	// [registered enabled tenant_allowed input_valid trusted_runtime_enabled no_fridays trust_present]
 	// workspace_run_shell: allowed=false code="action_disabled" check="enabled"
 	// workspace_read_file: allowed=false code="trust_required" check="trust_present"
 	// workspace_list_files: allowed=true code="" check=""

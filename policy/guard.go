@@ -1,56 +1,157 @@
 // Package policy is the guard between a proposed action and any runtime:
-// an ordered list of small, named checks, each answering allow or refuse
-// with a machine-readable code, and the configuration that drives them.
+// one ordered list of small, named steps, built once from the
+// configuration, each answering allow, deny, ask, modify or defer.
 //
-// The order is written once, in NewGuard, where a reader sees it at once:
+// The order is written once, in NewGuard, where a reader sees it at once.
+// As in Kubernetes admission control, the steps that may change a request
+// run before the steps that judge it:
 //
-//	registered -> enabled -> tenant_allowed -> input_valid ->
-//	trusted_runtime_enabled -> trust_present -> (steps a program appends)
+//	registered -> enabled -> tenant_allowed ->          (what the action is)
+//	[mutating steps] -> input_valid ->                  (what it asks)
+//	trusted_runtime_enabled -> [validating steps] ->    (whether it may)
+//	trust_present
 //
-// A refusal stops the chain; no runtime is touched before the whole chain
-// allows.
+// The first step that denies or asks decides. A step that modifies hands
+// the next steps a new input, validated against the schema again. A step
+// that defers is asked again after the delay it names, a bounded number of
+// times, and then the action is denied. No runtime is touched before the
+// whole chain allows. The chain cannot change once built, so deciding needs
+// no lock.
 package policy
 
 import (
 	"context"
 	"strconv"
+	"time"
 
 	"github.com/harness-runtime/harness/action"
 	"github.com/harness-runtime/harness/schema"
 )
 
-// Request is what every check sees.
+// Outcome is what one step, and the whole guard, answers.
+type Outcome string
+
+// Outcomes of SPEC section 3.
+const (
+	Allow  Outcome = "allow"
+	Deny   Outcome = "deny"
+	Ask    Outcome = "ask"
+	Modify Outcome = "modify"
+	Defer  Outcome = "defer"
+)
+
+// Phase says where in the trusted flow a request is, so that steps that
+// count (budgets, rate limits) count an action once: a preview and the
+// execute that redeems it are one action.
+type Phase string
+
+// Phases of a request.
+const (
+	PhaseDirect  Phase = "direct"  // one call that decides and runs
+	PhasePreview Phase = "preview" // decides and plans; nothing runs
+	PhaseExecute Phase = "execute" // runs what a preview or approval planned
+)
+
+// Request is what every step sees. Steps must not change it except through
+// their Decision: the guard applies a Modify.
 type Request struct {
 	Action action.Action
-	// Schema is set by the "registered" check for the checks after it.
+	// Schema is set by the "registered" step for the steps after it.
 	Schema *schema.ActionSchema
 	// Principal is who asked (an API key's principal, "cli", "mcp", or the
 	// program's own name); empty for an anonymous library caller.
 	Principal string
+	// Phase is direct unless the trusted flow says otherwise.
+	Phase Phase
+	// Sanitized returns the action's input as the audit log records it
+	// (sensitive fields and secrets removed), for steps that send the
+	// request outside the process. Nil when the caller gave none.
+	Sanitized func() any
+	// Modified lists the steps that changed the input, in order.
+	Modified []string
 }
 
-// Decision is a check's answer. The zero Decision allows.
+// Decision is a step's answer, and the guard's. The zero Decision allows.
 type Decision struct {
-	Code    action.Code // empty: allowed
+	// Outcome is empty or Allow to allow.
+	Outcome Outcome
+	// Code says why an action was denied (any code of the table in
+	// action), or CodeApprovalRequired for Ask.
+	Code action.Code
+	// Message is the reason, for people.
 	Message string
-	Check   string // the name of the check that refused
+	// Check is the name of the step that decided; the guard sets it.
+	Check string
+	// Rule is the id of the configured rule that decided, if any.
+	Rule string
+	// Input is the new input of a Modify.
+	Input map[string]any
+	// RetryAfter is the delay a Defer asks for.
+	RetryAfter time.Duration
 }
 
-// Allowed reports whether the decision lets the action go on.
-func (d Decision) Allowed() bool { return d.Code == action.CodeNone }
+// Allowed reports whether the decision lets the action run now.
+func (d Decision) Allowed() bool {
+	return (d.Outcome == "" || d.Outcome == Allow || d.Outcome == Modify) && d.Code == action.CodeNone
+}
 
-// Check is one named step of the guard. Fn returns the zero Decision to
-// allow; it may change req (for example to set the schema).
-type Check struct {
+// Info returns the decision as observations and audit records carry it.
+func (d Decision) Info() *action.Decision {
+	out := d.Outcome
+	if out == "" {
+		out = Allow
+		if d.Code != action.CodeNone {
+			out = Deny
+		}
+	}
+	return &action.Decision{Step: d.Check, Rule: d.Rule, Outcome: string(out), Reason: d.Message}
+}
+
+// Plain reports whether the decision is an allow that nothing qualified:
+// no step modified the input. Observations of such actions carry no
+// decision.
+func (d Decision) Plain() bool { return d.Allowed() && d.Outcome != Modify }
+
+// DenyWith returns a refusal with code and message.
+func DenyWith(code action.Code, msg string) Decision {
+	return Decision{Outcome: Deny, Code: code, Message: msg}
+}
+
+// AskWith returns an answer that a person must approve the action.
+func AskWith(msg string) Decision {
+	return Decision{Outcome: Ask, Code: action.CodeApprovalRequired, Message: msg}
+}
+
+// Step is one named step of the guard. Fn returns the zero Decision to
+// allow.
+type Step struct {
 	Name string
 	Fn   func(ctx context.Context, req *Request) Decision
 }
 
-// Guard is the ordered chain of checks. It is safe for concurrent use once
-// built; Append is not safe to call concurrently with Decide.
+// Check is the former name of Step.
+type Check = Step
+
+// Steps are what a program adds to the guard when it is built: Mutating
+// steps run before the input is validated, Validating steps after the
+// built-in judgements and before trust is checked.
+type Steps struct {
+	Mutating   []Step
+	Validating []Step
+	// MaxDefers bounds how often one step may defer one request (default
+	// 3); MaxDeferDelay bounds each delay (default 10 s).
+	MaxDefers     int
+	MaxDeferDelay time.Duration
+}
+
+// Guard is the ordered chain of steps. It is immutable once built and safe
+// for concurrent use.
 type Guard struct {
-	checks []Check
-	rules  rules
+	steps         []Step
+	validAt       int // index of input_valid
+	rules         rules
+	maxDefers     int
+	maxDeferDelay time.Duration
 }
 
 type rules struct {
@@ -62,8 +163,8 @@ type rules struct {
 }
 
 // NewGuard builds the guard of SPEC section 3 over registry with the rules
-// of cfg (which must be resolved).
-func NewGuard(registry *schema.Registry, cfg *Config) *Guard {
+// of cfg (which must be resolved) and the extra steps a program adds.
+func NewGuard(registry *schema.Registry, cfg *Config, extra ...Steps) *Guard {
 	h := cfg.Harness
 	g := &Guard{rules: rules{
 		registry:       registry,
@@ -71,21 +172,41 @@ func NewGuard(registry *schema.Registry, cfg *Config) *Guard {
 		autoApproved:   set(h.AutoApprovedActions),
 		tenantAllowed:  map[string]map[string]bool{},
 		trustedRuntime: Bool(h.TrustedRuntimeEnabled),
-	}}
+	}, maxDefers: 3, maxDeferDelay: 10 * time.Second}
 	for tenant, actions := range h.TenantAllowedActions {
 		g.rules.tenantAllowed[tenant] = set(actions)
 	}
+	var add Steps
+	for _, e := range extra {
+		add.Mutating = append(add.Mutating, e.Mutating...)
+		add.Validating = append(add.Validating, e.Validating...)
+		if e.MaxDefers > 0 {
+			g.maxDefers = e.MaxDefers
+		}
+		if e.MaxDeferDelay > 0 {
+			g.maxDeferDelay = e.MaxDeferDelay
+		}
+	}
 	r := &g.rules
-	g.checks = []Check{
-		{"registered", r.registered},
-		{"enabled", r.enabled},
-		{"tenant_allowed", r.tenantAllowedCheck},
-		{"input_valid", r.inputValid},
-		{"trusted_runtime_enabled", r.trustedRuntimeEnabled},
-		{"trust_present", r.trustPresent},
+	g.steps = append(g.steps,
+		Step{"registered", r.registered},
+		Step{"enabled", r.enabled},
+		Step{"tenant_allowed", r.tenantAllowedCheck})
+	g.steps = append(g.steps, add.Mutating...)
+	g.steps = append(g.steps,
+		Step{stepInputValid, r.inputValid},
+		Step{"trusted_runtime_enabled", r.trustedRuntimeEnabled})
+	g.steps = append(g.steps, add.Validating...)
+	g.steps = append(g.steps, Step{"trust_present", r.trustPresent})
+	for i, s := range g.steps {
+		if s.Name == stepInputValid {
+			g.validAt = i
+		}
 	}
 	return g
 }
+
+const stepInputValid = "input_valid"
 
 func set(names []string) map[string]bool {
 	m := make(map[string]bool, len(names))
@@ -95,14 +216,10 @@ func set(names []string) map[string]bool {
 	return m
 }
 
-// Append adds a check at the end of the chain (an external harness, a
-// budget, a rate limit). Build the guard fully before serving.
-func (g *Guard) Append(c Check) { g.checks = append(g.checks, c) }
-
-// Checks returns the names of the checks in order.
+// Checks returns the names of the steps in order.
 func (g *Guard) Checks() []string {
-	names := make([]string, len(g.checks))
-	for i, c := range g.checks {
+	names := make([]string, len(g.steps))
+	for i, c := range g.steps {
 		names[i] = c.Name
 	}
 	return names
@@ -111,20 +228,77 @@ func (g *Guard) Checks() []string {
 // AutoApproved reports whether a trusted action may run without a preview.
 func (g *Guard) AutoApproved(name string) bool { return g.rules.autoApproved[name] }
 
-// Decide runs the chain and returns the first refusal, or the zero Decision.
-// req.Schema is set when the action is registered, refused or not.
+// Decide runs the chain and returns the first decision that is not an
+// allow, or an allow (a Modify when a step changed the input, which is
+// then in req.Action.Input). req.Schema is set when the action is
+// registered, refused or not.
 func (g *Guard) Decide(ctx context.Context, req *Request) Decision {
-	for i := range g.checks {
-		c := &g.checks[i]
-		if d := c.Fn(ctx, req); !d.Allowed() {
-			d.Check = c.Name
+	if req.Phase == "" {
+		req.Phase = PhaseDirect
+	}
+	var last Decision
+	for i := range g.steps {
+		s := &g.steps[i]
+		d := g.ask(ctx, s, req)
+		d.Check = s.Name
+		switch {
+		case d.Outcome == Modify:
+			if d.Input == nil {
+				return g.deny(s, action.CodeInternal, "step "+s.Name+" modified the input without giving one")
+			}
+			req.Action.Input = d.Input
+			req.Modified = append(req.Modified, s.Name)
+			last = Decision{Outcome: Modify, Check: s.Name, Rule: d.Rule, Message: d.Message}
+			if i > g.validAt {
+				// Validated again, as the step's own input was.
+				if v := g.rules.inputValid(ctx, req); !v.Allowed() {
+					v.Check, v.Outcome = s.Name, Deny
+					v.Message = "the input as " + s.Name + " modified it is invalid: " + v.Message
+					return v
+				}
+			}
+		case !d.Allowed():
+			if d.Outcome == "" || d.Outcome == Allow {
+				d.Outcome = Deny
+			}
 			return d
 		}
 	}
-	return Decision{}
+	return last
 }
 
-func refuse(code action.Code, msg string) Decision { return Decision{Code: code, Message: msg} }
+// ask calls one step, repeating it after each Defer (bounded in count and
+// delay, honouring ctx); a step that keeps deferring is a denial.
+func (g *Guard) ask(ctx context.Context, s *Step, req *Request) Decision {
+	for n := 0; ; n++ {
+		d := s.Fn(ctx, req)
+		if d.Outcome != Defer {
+			return d
+		}
+		if n >= g.maxDefers {
+			return Decision{Outcome: Deny, Code: action.CodeHarnessBlocked, Rule: d.Rule,
+				Message: s.Name + " deferred the action " + strconv.Itoa(n+1) + " times; refused (" + d.Message + ")"}
+		}
+		delay := min(max(d.RetryAfter, 0), g.maxDeferDelay)
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			code := action.CodeTimeout
+			if ctx.Err() == context.Canceled {
+				code = action.CodeCanceled
+			}
+			return Decision{Outcome: Deny, Code: code, Message: "gave up waiting for " + s.Name + ": " + ctx.Err().Error()}
+		case <-t.C:
+		}
+	}
+}
+
+func (g *Guard) deny(s *Step, code action.Code, msg string) Decision {
+	return Decision{Outcome: Deny, Code: code, Message: msg, Check: s.Name}
+}
+
+func refuse(code action.Code, msg string) Decision { return DenyWith(code, msg) }
 
 func (r *rules) registered(_ context.Context, req *Request) Decision {
 	s, ok := r.registry.Lookup(req.Action.Name)

@@ -3,7 +3,9 @@ package policy
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/harness-runtime/harness/action"
 	"github.com/harness-runtime/harness/schema"
@@ -20,13 +22,13 @@ func testRegistry(t *testing.T) *schema.Registry {
 	return r
 }
 
-func guardFor(t *testing.T, yaml string) *Guard {
+func guardFor(t *testing.T, yaml string, extra ...Steps) *Guard {
 	t.Helper()
 	c, err := Parse("test.yaml", []byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewGuard(testRegistry(t), c)
+	return NewGuard(testRegistry(t), c, extra...)
 }
 
 func TestGuardOrderIsTheSpecOrder(t *testing.T) {
@@ -90,21 +92,115 @@ func TestGuardDecisions(t *testing.T) {
 	}
 }
 
-func TestGuardAppendRunsLast(t *testing.T) {
-	g := guardFor(t, "harness: {}\n")
+func TestGuardExtraValidatingStepRunsAfterTheBuiltInJudgements(t *testing.T) {
 	var saw *schema.ActionSchema
-	g.Append(Check{Name: "budget", Fn: func(_ context.Context, req *Request) Decision {
+	g := guardFor(t, "harness: {}\n", Steps{Validating: []Step{{Name: "budget", Fn: func(_ context.Context, req *Request) Decision {
 		saw = req.Schema
-		return Decision{Code: action.CodeBudgetExhausted, Message: "no budget left"}
-	}})
+		return DenyWith(action.CodeBudgetExhausted, "no budget left")
+	}}}})
 	d := g.Decide(context.Background(), &Request{Action: action.Action{Name: "echo"}})
-	if d.Code != action.CodeBudgetExhausted || d.Check != "budget" || saw == nil || saw.Name != "echo" {
-		t.Fatalf("appended check: %+v, schema %v", d, saw)
+	if d.Code != action.CodeBudgetExhausted || d.Check != "budget" || d.Outcome != Deny || saw == nil || saw.Name != "echo" {
+		t.Fatalf("added step: %+v, schema %v", d, saw)
 	}
-	// An earlier refusal stops the chain before the appended check.
+	// An earlier refusal stops the chain before the added step.
 	saw = nil
 	d = g.Decide(context.Background(), &Request{Action: action.Action{Name: "nope"}})
 	if d.Code != action.CodeUnknownAction || saw != nil {
 		t.Fatalf("chain did not stop: %+v", d)
 	}
+	names := g.Checks()
+	if names[len(names)-1] != "trust_present" || names[len(names)-2] != "budget" {
+		t.Fatalf("order %v: validating steps run before trust_present", names)
+	}
+}
+
+func TestGuardOrderMutatingBeforeInputValid(t *testing.T) {
+	g := guardFor(t, "harness: {}\n", Steps{
+		Mutating:   []Step{{Name: "m", Fn: func(context.Context, *Request) Decision { return Decision{} }}},
+		Validating: []Step{{Name: "v", Fn: func(context.Context, *Request) Decision { return Decision{} }}},
+	})
+	want := []string{"registered", "enabled", "tenant_allowed", "m", "input_valid", "trusted_runtime_enabled", "v", "trust_present"}
+	if got := g.Checks(); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("order %v, want %v", got, want)
+	}
+}
+
+func TestGuardOutcomes(t *testing.T) {
+	echo := func(in map[string]any) *Request { return &Request{Action: action.Action{Name: "echo", Input: in}} }
+	step := func(d Decision) Steps {
+		return Steps{Validating: []Step{{Name: "s", Fn: func(context.Context, *Request) Decision { return d }}}}
+	}
+	t.Run("allow", func(t *testing.T) {
+		d := guardFor(t, "harness: {}\n", step(Decision{Outcome: Allow})).Decide(context.Background(), echo(nil))
+		if !d.Allowed() || !d.Plain() || d.Info().Outcome != "allow" {
+			t.Fatalf("%+v", d)
+		}
+	})
+	t.Run("deny", func(t *testing.T) {
+		d := guardFor(t, "harness: {}\n", step(Decision{Outcome: Deny, Code: action.CodeRuleDenied, Rule: "r1", Message: "no"})).
+			Decide(context.Background(), echo(nil))
+		if d.Allowed() || d.Code != action.CodeRuleDenied || d.Check != "s" || d.Rule != "r1" {
+			t.Fatalf("%+v", d)
+		}
+		if i := d.Info(); i.Step != "s" || i.Rule != "r1" || i.Outcome != "deny" || i.Reason != "no" {
+			t.Fatalf("info %+v", i)
+		}
+	})
+	t.Run("a refusal without an outcome is a deny", func(t *testing.T) {
+		d := guardFor(t, "harness: {}\n", step(Decision{Code: action.CodeBudgetExhausted})).Decide(context.Background(), echo(nil))
+		if d.Allowed() || d.Outcome != Deny {
+			t.Fatalf("%+v", d)
+		}
+	})
+	t.Run("ask", func(t *testing.T) {
+		d := guardFor(t, "harness: {}\n", step(AskWith("a person decides"))).Decide(context.Background(), echo(nil))
+		if d.Allowed() || d.Outcome != Ask || d.Code != action.CodeApprovalRequired || d.Info().Outcome != "ask" {
+			t.Fatalf("%+v", d)
+		}
+	})
+	t.Run("modify then validated again", func(t *testing.T) {
+		g := guardFor(t, "harness: {}\n", step(Decision{Outcome: Modify, Input: map[string]any{"text": "new"}}))
+		req := echo(map[string]any{"text": "old"})
+		d := g.Decide(context.Background(), req)
+		if !d.Allowed() || d.Plain() || d.Outcome != Modify || req.Action.Input["text"] != "new" || len(req.Modified) != 1 {
+			t.Fatalf("%+v %+v", d, req)
+		}
+		bad := guardFor(t, "harness: {}\n", step(Decision{Outcome: Modify, Input: map[string]any{"text": 5}}))
+		d = bad.Decide(context.Background(), echo(map[string]any{"text": "old"}))
+		if d.Allowed() || d.Code != action.CodeInvalidInput || d.Check != "s" {
+			t.Fatalf("an invalid modification must be refused: %+v", d)
+		}
+	})
+	t.Run("defer then allow", func(t *testing.T) {
+		n := 0
+		g := guardFor(t, "harness: {}\n", Steps{Validating: []Step{{Name: "s", Fn: func(context.Context, *Request) Decision {
+			n++
+			if n < 3 {
+				return Decision{Outcome: Defer, RetryAfter: time.Millisecond}
+			}
+			return Decision{}
+		}}}})
+		if d := g.Decide(context.Background(), echo(nil)); !d.Allowed() || n != 3 {
+			t.Fatalf("%+v after %d asks", d, n)
+		}
+	})
+	t.Run("defer forever is a denial, bounded", func(t *testing.T) {
+		n := 0
+		g := guardFor(t, "harness: {}\n", Steps{MaxDefers: 2, Validating: []Step{{Name: "s", Fn: func(context.Context, *Request) Decision {
+			n++
+			return Decision{Outcome: Defer, RetryAfter: time.Millisecond}
+		}}}})
+		d := g.Decide(context.Background(), echo(nil))
+		if d.Allowed() || d.Code != action.CodeHarnessBlocked || n != 3 {
+			t.Fatalf("%+v after %d asks", d, n)
+		}
+	})
+	t.Run("defer honours the context", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		g := guardFor(t, "harness: {}\n", step(Decision{Outcome: Defer, RetryAfter: time.Hour}))
+		if d := g.Decide(ctx, echo(nil)); d.Code != action.CodeCanceled {
+			t.Fatalf("%+v", d)
+		}
+	})
 }

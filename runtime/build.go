@@ -53,6 +53,11 @@ type BuildOptions struct {
 	Registry *schema.Registry
 	// HelperPath is the harness binary re-run as the sandbox helper.
 	HelperPath string
+	// Steps are the guard steps the program adds (an MCP allowlist, an
+	// external harness, rules, budgets).
+	Steps policy.Steps
+	// Approvals stores what the guard asks a person about.
+	Approvals Approvals
 }
 
 // Build returns a Harness for a resolved configuration: the catalog
@@ -68,8 +73,8 @@ func Build(cfg *policy.Config, opts BuildOptions) (*Harness, *workspace.Workspac
 		reg = schema.Catalog()
 	}
 	h, err := New(Options{
-		Registry: reg, Guard: policy.NewGuard(reg, cfg), Sanitizer: opts.Sanitizer,
-		Recorder: opts.Recorder, Logger: opts.Logger,
+		Registry: reg, Guard: policy.NewGuard(reg, cfg, opts.Steps), Sanitizer: opts.Sanitizer,
+		Recorder: opts.Recorder, Logger: opts.Logger, Approvals: opts.Approvals,
 	})
 	if err != nil {
 		return nil, nil, err

@@ -41,6 +41,9 @@ type Options struct {
 	Sanitizer Sanitizer
 	// Recorder is the audit log; nil records nothing.
 	Recorder Recorder
+	// Approvals stores the actions the guard asks a person about; nil
+	// reports them needs_confirmation without an approval anyone can give.
+	Approvals Approvals
 	// AgentID names the agent in events; default "harness".
 	AgentID string
 	// Logger receives operational logs; default slog.Default().
@@ -54,6 +57,7 @@ type Harness struct {
 	guard     *policy.Guard
 	sanitizer Sanitizer
 	recorder  Recorder
+	approvals Approvals
 	agentID   string
 	log       *slog.Logger
 
@@ -84,6 +88,7 @@ func New(opts Options) (*Harness, error) {
 		guard:     opts.Guard,
 		sanitizer: opts.Sanitizer,
 		recorder:  opts.Recorder,
+		approvals: opts.Approvals,
 		agentID:   opts.AgentID,
 		log:       opts.Logger,
 		runtimes:  map[string]mounted{},
@@ -120,12 +125,35 @@ func (h *Harness) Guard() *policy.Guard { return h.guard }
 func (h *Harness) Builtin() *Builtin { return h.builtin }
 
 // Decide runs the guard alone, without dispatching or emitting anything,
-// and returns its decision and the action's schema (nil when the action is
-// unknown). The preview flow uses it.
+// in the phase of ctx (WithPhase), and returns its decision and the
+// action's schema (nil when the action is unknown). The preview flow uses
+// it. A Modify decision's new input is in the returned decision's Input.
 func (h *Harness) Decide(ctx context.Context, a action.Action) (policy.Decision, *schema.ActionSchema) {
-	req := policy.Request{Action: a, Principal: PrincipalFrom(ctx)}
+	req := h.request(ctx, a)
 	d := h.guard.Decide(ctx, &req)
+	if d.Outcome == policy.Modify {
+		d.Input = req.Action.Input
+	}
 	return d, req.Schema
+}
+
+// request builds the guard's request for a in the phase of ctx, with the
+// sanitized input that the audit log records, computed at most once.
+func (h *Harness) request(ctx context.Context, a action.Action) policy.Request {
+	req := policy.Request{Action: a, Principal: PrincipalFrom(ctx), Phase: PhaseFrom(ctx)}
+	var once any
+	done := false
+	req.Sanitized = func() any {
+		if !done {
+			var sensitive []string
+			if sc, ok := h.registry.Lookup(a.Name); ok {
+				sensitive = sc.Sensitive
+			}
+			once, done = h.sanitizer.Value(a.Input, sensitive), true
+		}
+		return once
+	}
+	return req
 }
 
 // Execute takes one action through the whole pipeline and returns its
@@ -133,10 +161,11 @@ func (h *Harness) Decide(ctx context.Context, a action.Action) (policy.Decision,
 // failure, a panicking tool and a missed deadline are all observations.
 func (h *Harness) Execute(ctx context.Context, a action.Action) (obs action.Observation) {
 	start := time.Now()
-	id := a.ID
+	id, _ := ctx.Value(actionIDKey).(string)
 	if id == "" {
 		id = h.idPrefix + strconv.FormatUint(h.seq.Add(1), 10)
 	}
+	a.ID = id
 	obs.ActionID, obs.Action = id, a.Name
 	defer func() {
 		if r := recover(); r != nil {
@@ -146,14 +175,22 @@ func (h *Harness) Execute(ctx context.Context, a action.Action) (obs action.Obse
 		}
 	}()
 
-	d, sc := h.Decide(ctx, a)
-	ev := eventFrame{h: h, ctx: ctx, a: &a, id: id, principal: PrincipalFrom(ctx)}
+	req := h.request(ctx, a)
+	d := h.guard.Decide(ctx, &req)
+	sc := req.Schema
+	ev := eventFrame{h: h, ctx: ctx, a: &a, id: id, principal: req.Principal, phase: req.Phase, decision: d.Info()}
+	if d.Plain() {
+		ev.decision.Step = "guard"
+	}
 	if h.recorder != nil || len(h.subscribers) > 0 { // nobody to tell: nothing to sanitize
-		var sensitive []string
-		if sc != nil {
-			sensitive = sc.Sensitive
+		ev.input = req.Sanitized()
+		if d.Outcome == policy.Modify {
+			ev.modified = h.sanitizer.Value(req.Action.Input, sc.Sensitive)
 		}
-		ev.input = h.sanitizer.Value(a.Input, sensitive)
+	}
+	a = req.Action // what runs is what the guard allowed
+	if !d.Plain() {
+		obs.Decision = d.Info()
 	}
 	// A trusted action runs only after a durable record that it is about
 	// to run (fail closed). Its outcome is recorded durably too when it can
@@ -162,8 +199,19 @@ func (h *Harness) Execute(ctx context.Context, a action.Action) (obs action.Obse
 	durable := sc != nil && sc.Trusted
 	durableOutcome := durable && sc.Risk != schema.RiskRead
 
+	if d.Outcome == policy.Ask {
+		obs = h.ask(ctx, a, sc, d, obs)
+		obs.LatencyMS = ms(time.Since(start))
+		ev.approval = ""
+		if obs.Approval != nil {
+			ev.approval = obs.Approval.ID
+		}
+		ev.emit(ahp.PreAction, nil, false)
+		ev.emit(ahp.PostAction, &obs, false)
+		return obs
+	}
 	if !d.Allowed() {
-		obs.Source, obs.Status, obs.Code, obs.Message = action.SourcePolicy, action.StatusBlocked, d.Code, d.Message
+		obs.Source, obs.Status, obs.Code, obs.Message = action.SourcePolicy, d.Code.Status(), d.Code, d.Message
 		obs.LatencyMS = ms(time.Since(start))
 		ev.emit(ahp.PreAction, nil, false)
 		ev.emit(ahp.PostAction, &obs, false)
@@ -184,12 +232,12 @@ func (h *Harness) Execute(ctx context.Context, a action.Action) (obs action.Obse
 		return obs
 	}
 
-	payload, err := h.run(ctx, m.rt, a)
+	payload, err := h.run(ctx, m.rt, a, sc.Risk == schema.RiskRead)
 	obs.Source = m.source
 	if err != nil {
 		code := action.CodeOf(err)
 		if ctxErr := ctx.Err(); ctxErr != nil && code == action.CodeInternal {
-			code = action.CodeTimeout
+			code = ctxCode(ctxErr)
 			err = &action.Error{Code: code, Message: fmt.Sprintf("%s did not finish: %v", a.Name, ctxErr)}
 		}
 		obs.Status, obs.Code, obs.Message = statusFor(code), code, action.MessageOf(err)
@@ -208,14 +256,17 @@ func (h *Harness) Execute(ctx context.Context, a action.Action) (obs action.Obse
 	return obs
 }
 
-// run calls the runtime, turning a panic into an internal error and, when
-// ctx can be cancelled, answering as soon as it is done.
-func (h *Harness) run(ctx context.Context, rt Runtime, a action.Action) (map[string]any, error) {
-	if ctx.Done() == nil {
-		return h.runSafely(ctx, rt, a)
-	}
+// run calls the runtime, turning a panic into an internal error. A read
+// is answered as soon as ctx is done; an action that may change something
+// (a write, a command, a network call) is waited for, so that its
+// observation says what happened rather than "timeout" for a write that
+// lands after it (runtimes honour ctx and stop as soon as they safely can).
+func (h *Harness) run(ctx context.Context, rt Runtime, a action.Action, read bool) (map[string]any, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, &action.Error{Code: action.CodeTimeout, Message: fmt.Sprintf("%s did not start: %v", a.Name, err)}
+		return nil, &action.Error{Code: ctxCode(err), Message: fmt.Sprintf("%s did not start: %v", a.Name, err)}
+	}
+	if ctx.Done() == nil || !read {
+		return h.runSafely(ctx, rt, a)
 	}
 	type result struct {
 		payload map[string]any
@@ -230,8 +281,17 @@ func (h *Harness) run(ctx context.Context, rt Runtime, a action.Action) (map[str
 	case r := <-done:
 		return r.payload, r.err
 	case <-ctx.Done():
-		return nil, &action.Error{Code: action.CodeTimeout, Message: fmt.Sprintf("%s did not finish: %v", a.Name, ctx.Err())}
+		return nil, &action.Error{Code: ctxCode(ctx.Err()), Message: fmt.Sprintf("%s did not finish: %v", a.Name, ctx.Err())}
 	}
+}
+
+// ctxCode is the code of a context's end: canceled when the caller went
+// away, timeout when a deadline passed.
+func ctxCode(err error) action.Code {
+	if errors.Is(err, context.Canceled) {
+		return action.CodeCanceled
+	}
+	return action.CodeTimeout
 }
 
 func (h *Harness) runSafely(ctx context.Context, rt Runtime, a action.Action) (payload map[string]any, err error) {
@@ -260,7 +320,11 @@ type eventFrame struct {
 	a         *action.Action
 	id        string
 	principal string
+	phase     policy.Phase
+	decision  *action.Decision
 	input     any
+	modified  any    // the input as a guard step modified it
+	approval  string // the approval an ask created
 }
 
 // emit builds one event and hands it to the recorder and the subscribers.
@@ -272,10 +336,10 @@ func (f *eventFrame) emit(t ahp.EventType, obs *action.Observation, durable bool
 	}
 	p := &ahp.ActionPayload{
 		ActionID: f.id, Action: f.a.Name, Tenant: f.a.Tenant, TaskID: f.a.TaskID, StepID: f.a.StepID,
-		Principal: f.principal, Trusted: f.a.Trusted,
+		Principal: f.principal, Trusted: f.a.Trusted, Phase: string(f.phase), ApprovalID: f.approval,
 	}
 	if t == ahp.PreAction {
-		p.Input = f.input
+		p.Input, p.ModifiedInput, p.Decision = f.input, f.modified, f.decision
 	}
 	if obs != nil {
 		p.Observation = summarize(h.sanitizer, obs)
@@ -321,4 +385,52 @@ func summarize(s Sanitizer, o *action.Observation) *ahp.ObservationSummary {
 		sum.PayloadKeys = keys
 	}
 	return sum
+}
+
+// ask plans an action the guard wants a person to approve, stores it as a
+// pending approval, and returns the needs_confirmation observation. Nothing
+// runs. A plan that fails is the observation instead (a preview of a path
+// that will be refused gets no approval).
+func (h *Harness) ask(ctx context.Context, a action.Action, sc *schema.ActionSchema, d policy.Decision, obs action.Observation) action.Observation {
+	obs.Source, obs.Status, obs.Code, obs.Message = action.SourcePolicy, action.StatusNeedsConfirmation, action.CodeApprovalRequired, d.Message
+	preview, err := h.plan(ctx, sc, a)
+	if err != nil {
+		obs.Source, obs.Code, obs.Message = action.SourceHarness, action.CodeOf(err), action.MessageOf(err)
+		obs.Status = obs.Code.Status()
+		return obs
+	}
+	if h.approvals == nil {
+		obs.Message = d.Message + " (no approval service is configured, so nobody can approve it)"
+		return obs
+	}
+	hash, err := a.Hash()
+	if err != nil {
+		obs.Status, obs.Code, obs.Message = action.StatusBlocked, action.CodeInvalidInput, "action cannot be hashed: "+err.Error()
+		return obs
+	}
+	a.Trusted = false
+	ap, err := h.approvals.Request(ctx, PendingApproval{
+		ActionID: obs.ActionID, Action: a, ActionHash: hash, Principal: PrincipalFrom(ctx),
+		Preview: preview, Decision: *d.Info(), Created: time.Now().UTC(),
+	})
+	if err != nil {
+		obs.Source, obs.Status, obs.Code = action.SourceHarness, action.StatusError, action.CodeInternal
+		obs.Message = "the approval cannot be stored, so the action waits for nobody: " + err.Error()
+		return obs
+	}
+	obs.Approval = &ap
+	return obs
+}
+
+// plan computes what a would do without doing it: the runtime's preview
+// when it has one, else the sanitized input.
+func (h *Harness) plan(ctx context.Context, sc *schema.ActionSchema, a action.Action) (map[string]any, error) {
+	m, ok := h.runtimes[sc.Runtime]
+	if !ok {
+		return nil, action.Errorf(action.CodeInternal, "no runtime %q is mounted for %s", sc.Runtime, a.Name)
+	}
+	if p, ok := m.rt.(Previewer); ok {
+		return p.Preview(ctx, a)
+	}
+	return map[string]any{"input": h.sanitizer.Value(a.Input, sc.Sensitive)}, nil
 }

@@ -11,6 +11,7 @@ import (
 	"context"
 
 	"github.com/harness-runtime/harness/action"
+	"github.com/harness-runtime/harness/policy"
 )
 
 // Runtime runs actions that the guard has already allowed and whose input
@@ -38,7 +39,32 @@ type ctxKey int
 const (
 	principalKey ctxKey = iota
 	depthKey
+	phaseKey
+	actionIDKey
 )
+
+// WithPhase returns a context whose actions are decided in phase p (the
+// trusted flow's preview or execute); the default is policy.PhaseDirect.
+func WithPhase(ctx context.Context, p policy.Phase) context.Context {
+	return context.WithValue(ctx, phaseKey, p)
+}
+
+// PhaseFrom returns the phase set by WithPhase, or policy.PhaseDirect.
+func PhaseFrom(ctx context.Context) policy.Phase {
+	if p, ok := ctx.Value(phaseKey).(policy.Phase); ok && p != "" {
+		return p
+	}
+	return policy.PhaseDirect
+}
+
+// WithActionID returns a context under which Execute names its action id
+// instead of minting one: the trusted flow names a redeemed token's run
+// after the token. Action ids never come from the caller's Action (its ID
+// field is ignored), so nothing a client sends can link its events to
+// another principal's.
+func WithActionID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, actionIDKey, id)
+}
 
 // WithPrincipal returns a context that names who asked for the actions run
 // with it (an API key's principal, "cli", "mcp"). The guard and every event

@@ -14,6 +14,7 @@ import (
 
 	"github.com/harness-runtime/harness/action"
 	"github.com/harness-runtime/harness/audit"
+	"github.com/harness-runtime/harness/policy"
 	"github.com/harness-runtime/harness/runtime"
 )
 
@@ -153,13 +154,14 @@ type PreviewResult struct {
 // the guard's code; nothing is stored then.
 func (s *Service) Preview(ctx context.Context, p Principal, a action.Action) (PreviewResult, error) {
 	a.Trusted = false
+	a.ID = "" // action ids are Harness's, never the caller's
 	if p.Tenant != "" {
 		if a.Tenant != "" && a.Tenant != p.Tenant {
 			return PreviewResult{}, action.Errorf(action.CodeTenantNotAllowed, "principal %s acts for tenant %q, not %q", p.Name, p.Tenant, a.Tenant)
 		}
 		a.Tenant = p.Tenant
 	}
-	ctx = runtime.WithPrincipal(ctx, p.Name)
+	ctx = runtime.WithPhase(runtime.WithPrincipal(ctx, p.Name), policy.PhasePreview)
 
 	var preview map[string]any
 	var files []FileState
@@ -281,11 +283,11 @@ func (s *Service) Execute(ctx context.Context, p Principal, token string) (actio
 	a = withPrecondition(a, rec.Files)
 	a.Trusted = true
 	// The run's events carry the action_id the minted record announced.
-	a.ID = runID(a, id)
+	run := runtime.WithActionID(runtime.WithPrincipal(context.WithoutCancel(ctx), p.Name), runID(id))
 	// The token is spent: the action runs to its end even if the caller
 	// goes away, so that a dropped connection never leaves a consumed token
 	// whose action was cut short. Runtimes bound it with their own limits.
-	obs := s.h.Execute(runtime.WithPrincipal(context.WithoutCancel(ctx), p.Name), a)
+	obs := s.h.Execute(runtime.WithPhase(run, policy.PhaseExecute), a)
 	if obs.Code == action.CodeStalePreview {
 		s.events(TokenStale)
 		s.record(ctx, TokenStale, id, rec, obs.Message)
@@ -423,14 +425,10 @@ func (r TokenRecord) CanonicalValue() any {
 
 func tokenRef(id string) string { return id[:16] }
 
-// runID is the action_id of a redeemed token's run: the action's own ID
+// runID is the action_id of a redeemed token's run: "tok-" and the
+// token's ref, which the token's audit records name too.
 // when the previewer gave one, else "tok-" and the token's ref.
-func runID(a action.Action, id string) string {
-	if a.ID != "" {
-		return a.ID
-	}
-	return "tok-" + tokenRef(id)
-}
+func runID(id string) string { return "tok-" + tokenRef(id) }
 
 // record writes a token event to the audit log, when there is one. A
 // failure is logged here, except for minting, whose caller refuses the
@@ -442,7 +440,7 @@ func (s *Service) record(ctx context.Context, e TokenEvent, id string, rec Recor
 	tr := TokenRecord{
 		Kind: "trusted_token", Event: e, TokenRef: tokenRef(id), Principal: rec.Principal, Tenant: rec.Tenant,
 		Action: rec.Action.Name, ActionHash: rec.ActionHash, SessionID: rec.Action.SessionID,
-		ExpiresAt: rec.ExpiresAt, Files: len(rec.Files), ActionID: runID(rec.Action, id), Reason: extra,
+		ExpiresAt: rec.ExpiresAt, Files: len(rec.Files), ActionID: runID(id), Reason: extra,
 	}
 	_, err := s.audit.Append(ctx, tr, false)
 	if err != nil && e != TokenMinted {

@@ -27,6 +27,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/harness-runtime/harness/pipeline"
 	"io"
 	"log/slog"
 	"net"
@@ -40,11 +41,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/harness-runtime/harness/audit"
 	"github.com/harness-runtime/harness/internal/tune"
 	"github.com/harness-runtime/harness/policy"
-	"github.com/harness-runtime/harness/runtime"
-	"github.com/harness-runtime/harness/sanitize"
 	"github.com/harness-runtime/harness/trusted"
 )
 
@@ -358,35 +356,23 @@ func startInProcess(ctx context.Context, store, auditMode string) (base, key str
 
 	hmacKey := make([]byte, 32)
 	rand.Read(hmacKey)
-	san, err := sanitize.New(sanitize.Options{Key: hmacKey, MaxString: cfg.Harness.Sanitize.MaxString})
-	if err != nil {
-		return fail(err)
-	}
-	var recorder runtime.Recorder
-	var appender audit.Appender
-	switch auditMode {
-	case "jsonl":
-		alog, err := audit.Open(ctx, cfg.Harness.Audit.Path, "harness-load")
-		if err != nil {
-			return fail(err)
-		}
-		cleanup = append(cleanup, func() { alog.Close() })
-		recorder, appender = runtime.AuditRecorder(alog), alog
-	case "none":
-	default:
+	if auditMode != "jsonl" && auditMode != "none" {
 		return fail(fmt.Errorf("-audit %q: want jsonl or none", auditMode))
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	h, ws, err := runtime.Build(cfg, runtime.BuildOptions{Sanitizer: san, Recorder: recorder, Logger: quiet})
+	p, err := pipeline.Open(ctx, cfg, pipeline.Options{Logger: quiet, Key: hmacKey, NoAudit: auditMode == "none", Trusted: true})
 	if err != nil {
 		return fail(err)
 	}
-	cleanup = append(cleanup, func() { ws.Close() })
-	srv, closeSrv, err := trusted.Build(ctx, cfg, trusted.BuildOptions{Harness: h, Workspace: ws, Logger: quiet, Audit: appender})
+	cleanup = append(cleanup, func() { p.Close() })
+	keys, err := trusted.NewKeys(cfg.Harness.Auth.Keys)
 	if err != nil {
 		return fail(err)
 	}
-	cleanup = append(cleanup, func() { closeSrv() })
+	srv, err := trusted.NewServer(trusted.ServerOptions{Service: p.Trusted, Keys: keys, Metrics: p.Metrics, Logger: quiet})
+	if err != nil {
+		return fail(err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return fail(err)

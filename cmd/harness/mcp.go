@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"sync/atomic"
-	"time"
 
 	"github.com/harness-runtime/harness/action"
 	"github.com/harness-runtime/harness/internal/tune"
@@ -18,39 +17,9 @@ import (
 
 func init() {
 	commands["mcp"] = command{summary: "serve every registered action as an MCP tool (stdio, or streamable HTTP with --http)", run: mcpCmd}
-	// The MCP client runtime: configured servers, their allowlisted tools,
-	// and the guard step that enforces the allowlist.
-	mountMCP = func(ctx context.Context, e *env) error {
-		if len(e.Cfg.Harness.MCP.Servers) == 0 {
-			return nil
-		}
-		if !bridgeStarting.Load() {
-			c, err := mcp.NewClient(ctx, e.Cfg.Harness.MCP, e.H.Registry(), e.Log)
-			if err != nil {
-				return fmt.Errorf("harness.mcp: %w", err)
-			}
-			c.Mount(e.H)
-			e.closers = append(e.closers, c.Close)
-			return nil
-		}
-		// harness mcp serves at once; the tools of servers that connect
-		// later are added to the bridge as they register.
-		c, errs := mcp.StartClient(ctx, e.Cfg.Harness.MCP, e.H.Registry(), e.Log, func([]string) { syncBridge(e.Log) })
-		c.Mount(e.H)
-		e.closers = append(e.closers, c.Close)
-		go func() {
-			if err := <-errs; err != nil {
-				e.Log.Warn("harness.mcp: some tools were not registered", "err", err)
-			}
-		}()
-		return nil
-	}
 }
 
 var (
-	// bridgeStarting is set by `harness mcp` before setup: the MCP client
-	// then connects in the background.
-	bridgeStarting atomic.Bool
 	// bridge is the running MCP bridge, for syncBridge.
 	bridge atomic.Pointer[mcp.Server]
 )
@@ -86,33 +55,17 @@ func mcpCmd(ctx context.Context, args []string, s stdio) int {
 		fmt.Fprintf(s.err, "harness mcp: %v\n", err)
 		return exitUsage
 	}
-	bridgeStarting.Store(true)
-	e, err := setup(ctx, cfg, s)
-	bridgeStarting.Store(false)
+	e, err := setup(ctx, cfg, s, setupOptions{trusted: true, bridge: true})
 	if err != nil {
 		fmt.Fprintf(s.err, "harness mcp: %v\n", err)
 		return exitUsage
 	}
 	defer e.Close()
 	// Actions the person confirms run through the same preview -> token ->
-	// execute flow as `harness serve`: exactly what was previewed, on the
-	// files as they were previewed.
-	files, err := trusted.OpenRootFiles(e.WS.Root())
-	if err != nil {
-		fmt.Fprintf(s.err, "harness mcp: %v\n", err)
-		return exitUsage
-	}
-	defer files.Close()
-	svc, err := trusted.NewService(trusted.Options{
-		Harness: e.H, TTL: time.Duration(cfg.Harness.Trusted.TokenTTLSeconds) * time.Second,
-		Planners: trusted.WorkspacePlanners(e.WS), Files: files, Logger: e.Log,
-	})
-	if err != nil {
-		fmt.Fprintf(s.err, "harness mcp: %v\n", err)
-		return exitUsage
-	}
-	defer svc.Close()
-	srv, err := mcp.NewServer(e.H, cfg, mcp.WithLogger(e.Log), mcp.WithTrustFlow(trustFlow{svc}))
+	// execute flow as `harness serve`, with the same token records in the
+	// same audit log: exactly what was previewed, on the files as they were
+	// previewed.
+	srv, err := mcp.NewServer(e.H, cfg, mcp.WithLogger(e.Log), mcp.WithTrustFlow(trustFlow{e.P.Trusted}))
 	if err != nil {
 		fmt.Fprintf(s.err, "harness mcp: %v\n", err)
 		return exitUsage

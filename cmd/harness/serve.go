@@ -81,22 +81,27 @@ func serveCmd(ctx context.Context, args []string, s stdio) int {
 		return exitUsage
 	}
 
-	e, err := setup(ctx, cfg, s)
+	e, err := setup(ctx, cfg, s, setupOptions{trusted: true})
 	if err != nil {
 		fmt.Fprintf(s.err, "harness serve: %v\n", err)
 		return exitUsage
 	}
 	defer e.Close()
 	access := slog.New(slog.NewJSONHandler(s.err, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	srv, closeSrv, err := trusted.Build(ctx, cfg, trusted.BuildOptions{
-		Harness: e.H, Workspace: e.WS, Logger: access, MaxInFlight: *maxInFlight, Audit: e.Audit,
+	keys, err := trusted.NewKeys(cfg.Harness.Auth.Keys)
+	if err != nil {
+		fmt.Fprintf(s.err, "harness serve: %v\n", err)
+		return exitUsage
+	}
+	srv, err := trusted.NewServer(trusted.ServerOptions{
+		Service: e.P.Trusted, Keys: keys, MaxBodyBytes: cfg.Harness.HTTP.MaxBodyBytes,
+		Metrics: e.P.Metrics, Logger: access, MaxInFlight: *maxInFlight,
 		Ready: []trusted.ReadyCheck{{Name: "audit", Check: auditReady(e.Audit, cfg.Harness.Audit.Path)}},
 	})
 	if err != nil {
 		fmt.Fprintf(s.err, "harness serve: %v\n", err)
 		return exitUsage
 	}
-	defer closeSrv()
 
 	ln, err := net.Listen("tcp", cfg.Harness.HTTP.Addr)
 	if err != nil {

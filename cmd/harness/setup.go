@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 
 	"github.com/harness-runtime/harness/audit"
+	"github.com/harness-runtime/harness/pipeline"
 	"github.com/harness-runtime/harness/policy"
 	"github.com/harness-runtime/harness/runtime"
 	"github.com/harness-runtime/harness/sanitize"
@@ -19,6 +19,7 @@ import (
 // configuration.
 type env struct {
 	Cfg       *policy.Config
+	P         *pipeline.Pipeline
 	H         *runtime.Harness
 	WS        *workspace.Workspace
 	Audit     audit.Log
@@ -48,58 +49,30 @@ func loadConfig(path, root string) (*policy.Config, error) {
 	return cfg, nil
 }
 
-// keyPath is where the per-installation HMAC key lives: the configured
-// path, else $XDG_CONFIG_HOME/harness/hmac.key (~/.config/harness/hmac.key).
-func keyPath(cfg *policy.Config) (string, error) {
-	if p := cfg.Harness.Sanitize.KeyPath; p != "" {
-		return p, nil
-	}
-	dir, err := os.UserConfigDir()
-	if err != nil {
-		return "", fmt.Errorf("harness.sanitize.key-path is not set and there is no user config directory: %w", err)
-	}
-	return filepath.Join(dir, "harness", "hmac.key"), nil
+// setupOptions are what a command asks of the pipeline beyond the
+// configuration.
+type setupOptions struct {
+	trusted bool // the token service (serve, mcp)
+	bridge  bool // MCP servers connect in the background (harness mcp)
 }
 
-// setup builds the sanitizer, the audit log, the Harness with its
-// workspace, and the MCP client runtime, from a resolved configuration.
-func setup(ctx context.Context, cfg *policy.Config, s stdio) (*env, error) {
+// setup builds the whole pipeline of a resolved configuration (package
+// pipeline, the one assembly every entry point uses).
+func setup(ctx context.Context, cfg *policy.Config, s stdio, so ...setupOptions) (*env, error) {
 	logger := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	e := &env{Cfg: cfg, Log: logger}
-	kp, err := keyPath(cfg)
-	if err != nil {
-		return nil, err
+	var o setupOptions
+	if len(so) > 0 {
+		o = so[0]
 	}
-	key, err := sanitize.LoadOrCreateKey(kp)
-	if err != nil {
-		return nil, fmt.Errorf("sanitizer key: %w", err)
-	}
-	e.Sanitizer, err = sanitize.New(sanitize.Options{Key: key, MaxString: cfg.Harness.Sanitize.MaxString})
-	if err != nil {
-		return nil, err
-	}
-	instance := cfg.Harness.Audit.Instance
-	if instance == "" {
-		instance = audit.DefaultInstance()
-	}
-	e.Audit, err = audit.Open(ctx, cfg.Harness.Audit.Path, instance)
-	if err != nil {
-		return nil, fmt.Errorf("harness.audit.path: %w", err)
-	}
-	e.closers = append(e.closers, e.Audit.Close)
-	e.H, e.WS, err = runtime.Build(cfg, runtime.BuildOptions{
-		Sanitizer: e.Sanitizer, Recorder: runtime.AuditRecorder(e.Audit), Logger: logger, HelperPath: sandboxHelper(),
+	p, err := pipeline.Open(ctx, cfg, pipeline.Options{
+		Logger: logger, HelperPath: sandboxHelper(), Trusted: o.trusted,
+		MCPInBackground: o.bridge, OnMCPTools: func([]string) { syncBridge(logger) },
 	})
 	if err != nil {
-		e.Close()
 		return nil, err
 	}
-	e.closers = append(e.closers, e.WS.Close)
-	if err := mountMCP(ctx, e); err != nil {
-		e.Close()
-		return nil, err
-	}
-	return e, nil
+	return &env{Cfg: cfg, P: p, H: p.Harness, WS: p.Workspace, Audit: p.Audit, Sanitizer: p.Sanitizer, Log: logger,
+		closers: []func() error{p.Close}}, nil
 }
 
 // sandboxHelper returns the program the workspace re-runs to confine a
@@ -120,7 +93,3 @@ func sandboxHelper() string {
 	}
 	return self
 }
-
-// mountMCP connects the configured MCP servers; it is replaced by the MCP
-// package's wiring when servers are configured.
-var mountMCP = func(ctx context.Context, e *env) error { return nil }

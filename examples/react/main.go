@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/harness-runtime/harness/pipeline"
 	"io"
 	"log"
 	"os"
@@ -23,7 +24,6 @@ import (
 	"github.com/harness-runtime/harness/audit"
 	"github.com/harness-runtime/harness/policy"
 	"github.com/harness-runtime/harness/runtime"
-	"github.com/harness-runtime/harness/sanitize"
 )
 
 // step is one turn of the scripted model: a thought and the action it
@@ -116,24 +116,14 @@ func run(ctx context.Context, out io.Writer, dir string) error {
 	}
 	cfg.Harness.Workspace.Root = root
 
-	key, err := sanitize.LoadOrCreateKey(filepath.Join(dir, "hmac.key"))
+	cfg.Harness.Sanitize.KeyPath = filepath.Join(dir, "hmac.key")
+	cfg.Harness.Audit.Path = filepath.Join(dir, "audit.jsonl")
+	p, err := pipeline.Open(ctx, cfg, pipeline.Options{})
 	if err != nil {
 		return err
 	}
-	san, err := sanitize.New(sanitize.Options{Key: key})
-	if err != nil {
-		return err
-	}
-	auditLog, err := audit.OpenJSONL(filepath.Join(dir, "audit.jsonl"))
-	if err != nil {
-		return err
-	}
-	defer auditLog.Close()
-	h, ws, err := runtime.Build(cfg, runtime.BuildOptions{Sanitizer: san, Recorder: runtime.AuditRecorder(auditLog)})
-	if err != nil {
-		return err
-	}
-	defer ws.Close()
+	defer p.Close()
+	h := p.Harness
 
 	model := &scriptedModel{steps: []step{
 		{thought: "I should see what is in the project.", action: "workspace_list_files", input: map[string]any{"recursive": true}},

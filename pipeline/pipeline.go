@@ -1,0 +1,245 @@
+// Package pipeline is the one assembly of Harness: from a resolved
+// configuration it builds the sanitizer, the audit log, the schema
+// registry, the MCP client runtime, the guard (with every step the
+// configuration asks for, in one list), the dispatcher with its workspace,
+// the approvals store and, for the entry points that mint tokens, the
+// trusted service. Every entry point (`harness run`, `patch`, `serve`,
+// `mcp`, harness-load, examples/react) and every library user builds
+// through Open and ends with one Close, so the same action gets the same
+// decision, code and audit records whichever way it came in.
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/harness-runtime/harness/action"
+	"github.com/harness-runtime/harness/audit"
+	"github.com/harness-runtime/harness/mcp"
+	"github.com/harness-runtime/harness/policy"
+	"github.com/harness-runtime/harness/runtime"
+	"github.com/harness-runtime/harness/sanitize"
+	"github.com/harness-runtime/harness/schema"
+	"github.com/harness-runtime/harness/trusted"
+	"github.com/harness-runtime/harness/workspace"
+)
+
+// Options are what Open needs beyond the configuration. The zero value
+// builds everything from the configuration alone.
+type Options struct {
+	// Logger receives operational logs; nil discards them (a library
+	// never writes to stderr on its own).
+	Logger *slog.Logger
+	// HelperPath is the sandbox helper program (see workspace.Options).
+	HelperPath string
+	// Registry, when set, is used instead of a fresh schema.Catalog();
+	// register a program's own actions on it before Open or on
+	// Pipeline.Harness after.
+	Registry *schema.Registry
+	// Audit, when set, is the audit log instead of the one of
+	// harness.audit.path; the caller closes it.
+	Audit audit.Log
+	// NoAudit records nothing at all. It exists to measure what the audit
+	// log costs; a deployment never wants it.
+	NoAudit bool
+	// Key, when set, is the installation's HMAC key instead of the one at
+	// harness.sanitize.key-path.
+	Key []byte
+	// Trusted builds the trusted service (token store of
+	// harness.trusted.store, preview -> execute). The CLI's run and patch
+	// do not need it.
+	Trusted bool
+	// MCPInBackground connects the configured MCP servers in the
+	// background (the MCP bridge serves at once); OnMCPTools is called
+	// each time a server's tools have been registered.
+	MCPInBackground bool
+	OnMCPTools      func(names []string)
+	// Steps are guard steps the program adds to those of the
+	// configuration.
+	Steps policy.Steps
+}
+
+// Pipeline is everything one configuration builds.
+type Pipeline struct {
+	Config    *policy.Config
+	Harness   *runtime.Harness
+	Workspace *workspace.Workspace
+	Sanitizer *sanitize.Sanitizer
+	// Audit is the audit log (nil only when the caller's Options.Audit
+	// was nil and none is configured, which Open refuses).
+	Audit audit.Log
+	// MCP is the MCP client runtime, nil when no server is configured.
+	MCP *mcp.Client
+	// Approvals holds what waits for a person.
+	Approvals *trusted.MemoryApprovals
+	// Trusted is the preview -> token -> execute service (Options.Trusted).
+	Trusted *trusted.Service
+	// Metrics are the trusted service's metrics (Options.Trusted).
+	Metrics *trusted.Metrics
+
+	log     *slog.Logger
+	closers []func() error
+}
+
+// Open builds the pipeline of cfg, which must be resolved (policy.Load and
+// policy.LoadFile resolve it). On error nothing stays open.
+func Open(ctx context.Context, cfg *policy.Config, opts Options) (p *Pipeline, err error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	p = &Pipeline{Config: cfg, log: log}
+	defer func() {
+		if err != nil {
+			p.Close()
+			p = nil
+		}
+	}()
+
+	key := opts.Key
+	if key == nil {
+		kp, err := KeyPath(cfg)
+		if err != nil {
+			return nil, err
+		}
+		if key, err = sanitize.LoadOrCreateKey(kp); err != nil {
+			return nil, fmt.Errorf("sanitizer key: %w", err)
+		}
+	}
+	p.Sanitizer, err = sanitize.New(sanitize.Options{Key: key, MaxString: cfg.Harness.Sanitize.MaxString})
+	if err != nil {
+		return nil, err
+	}
+	p.Audit = opts.Audit
+	if p.Audit == nil && !opts.NoAudit {
+		instance := cfg.Harness.Audit.Instance
+		if instance == "" {
+			instance = audit.DefaultInstance()
+		}
+		if p.Audit, err = audit.Open(ctx, cfg.Harness.Audit.Path, instance); err != nil {
+			return nil, fmt.Errorf("harness.audit.path: %w", err)
+		}
+		p.closers = append(p.closers, p.Audit.Close)
+	}
+
+	reg := opts.Registry
+	if reg == nil {
+		reg = schema.Catalog()
+	}
+	steps := opts.Steps
+	if len(cfg.Harness.MCP.Servers) > 0 {
+		if opts.MCPInBackground {
+			c, errs := mcp.StartClient(ctx, cfg.Harness.MCP, reg, log, opts.OnMCPTools)
+			p.MCP = c
+			go func() {
+				if err := <-errs; err != nil {
+					log.Warn("harness.mcp: some tools were not registered", "err", err)
+				}
+			}()
+		} else if p.MCP, err = mcp.NewClient(ctx, cfg.Harness.MCP, reg, log); err != nil {
+			return nil, fmt.Errorf("harness.mcp: %w", err)
+		}
+		p.closers = append(p.closers, p.MCP.Close)
+		steps.Validating = append([]policy.Step{p.MCP.Check()}, steps.Validating...)
+	}
+
+	p.Approvals = trusted.NewMemoryApprovals(0, 0)
+	var recorder runtime.Recorder
+	if p.Audit != nil {
+		recorder = runtime.AuditRecorder(p.Audit)
+	}
+	p.Harness, p.Workspace, err = runtime.Build(cfg, runtime.BuildOptions{
+		Sanitizer: p.Sanitizer, Recorder: recorder, Logger: log,
+		Registry: reg, HelperPath: opts.HelperPath, Steps: steps, Approvals: p.Approvals,
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.closers = append(p.closers, p.Workspace.Close)
+	if p.MCP != nil {
+		p.MCP.Mount(p.Harness)
+	}
+
+	if opts.Trusted {
+		if err := p.openTrusted(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// openTrusted builds the trusted service: the token store, the file
+// checker over the root, the metrics, the audit of token records.
+func (p *Pipeline) openTrusted(ctx context.Context) error {
+	cfg := p.Config
+	store, err := trusted.OpenStore(ctx, cfg.Harness.Trusted.Store)
+	if err != nil {
+		return fmt.Errorf("harness.trusted.store: %w", err)
+	}
+	p.closers = append(p.closers, store.Close)
+	files, err := trusted.OpenRootFiles(p.Workspace.Root())
+	if err != nil {
+		return err
+	}
+	p.closers = append(p.closers, files.Close)
+	p.Metrics = trusted.NewMetrics()
+	if ms, ok := store.(*trusted.MemoryStore); ok {
+		ms.OnExpire(p.Metrics.Expired)
+	}
+	p.Trusted, err = trusted.NewService(trusted.Options{
+		Harness: p.Harness, Store: store,
+		TTL:      time.Duration(cfg.Harness.Trusted.TokenTTLSeconds) * time.Second,
+		Planners: trusted.WorkspacePlanners(p.Workspace), Files: files,
+		Events: p.Metrics.Token, Audit: p.tokenAudit(), Logger: p.log,
+	})
+	if err != nil {
+		return err
+	}
+	p.closers = append(p.closers, p.Trusted.Close)
+	return nil
+}
+
+// tokenAudit is where the trusted service records its tokens: the audit
+// log, or nothing without one.
+func (p *Pipeline) tokenAudit() audit.Appender {
+	if p.Audit == nil {
+		return nil
+	}
+	return p.Audit
+}
+
+// Execute runs one action through the pipeline (Harness.Execute).
+func (p *Pipeline) Execute(ctx context.Context, a action.Action) action.Observation {
+	return p.Harness.Execute(ctx, a)
+}
+
+// Close releases everything Open opened, last opened first. It is safe to
+// call more than once.
+func (p *Pipeline) Close() error {
+	var errs []error
+	for i := len(p.closers) - 1; i >= 0; i-- {
+		errs = append(errs, p.closers[i]())
+	}
+	p.closers = nil
+	return errors.Join(errs...)
+}
+
+// KeyPath is where the per-installation HMAC key lives: the configured
+// harness.sanitize.key-path, else $XDG_CONFIG_HOME/harness/hmac.key
+// (~/.config/harness/hmac.key).
+func KeyPath(cfg *policy.Config) (string, error) {
+	if p := cfg.Harness.Sanitize.KeyPath; p != "" {
+		return p, nil
+	}
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("harness.sanitize.key-path is not set and there is no user config directory: %w", err)
+	}
+	return filepath.Join(dir, "harness", "hmac.key"), nil
+}
