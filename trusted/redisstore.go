@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,11 +19,23 @@ const DefaultRedisPrefix = "harness:token:"
 // at the same database: a token previewed on one replica can be redeemed on
 // any other, exactly once.
 //
-// Each record is a Redis hash (principal, tenant, record JSON) under
-// prefix+ID with an expiry at the record's ExpiresAt, so Redis itself drops
-// expired tokens. Consume is one Lua script (compare principal and tenant,
-// then delete and return), which Redis runs atomically: of any number of
-// concurrent redeemers, across processes, exactly one gets the record.
+// Each record is a Redis hash (principal, tenant, record JSON, index
+// member) under prefix+ID with an expiry at the record's ExpiresAt, so
+// Redis itself drops expired tokens. Consume is one Lua script (compare
+// principal and tenant, then delete and return), which Redis runs
+// atomically: of any number of concurrent redeemers, across processes,
+// exactly one gets the record.
+//
+// Each principal's live tokens are also indexed in a sorted set under
+// prefix+"by-principal:"+principal (member "ID:size", score the expiry in
+// milliseconds), which is how the TokenLimits caps hold across replicas:
+// Put is one Lua script that drops the index's expired members (by Redis's
+// clock, the one that expires the records), counts the rest and their
+// bytes, and stores the record only if both caps still hold. Put's cost
+// grows with the principal's live tokens, which the count cap bounds.
+// The scripts use TIME, so they need Redis 5 or later (effects
+// replication), and both keys of a script must live on one node (no
+// Redis Cluster).
 //
 // The record (including the action's input) is stored in Redis in clear;
 // the token is not, only its SHA-256. Protect the Redis instance as you
@@ -31,16 +44,57 @@ type RedisStore struct {
 	client *redis.Client
 	prefix string
 	own    bool
+	limits TokenLimits
 }
 
-// consumeScript returns the record and deletes the key only when principal
-// (ARGV[1]) and tenant (ARGV[2]) match; otherwise it returns nil and leaves
-// the key alone.
+// indexKey is the sorted set of principal's live tokens.
+func (s *RedisStore) indexKey(principal string) string {
+	return s.prefix + "by-principal:" + principal
+}
+
+// putScript stores a record unless its principal's caps forbid it.
+// KEYS: the record, the principal's index. ARGV: principal, tenant, the
+// record's JSON, its expiry (Unix ms), its size, the token cap and the byte
+// cap (-1: none), the index member. It returns {status, live tokens, their
+// bytes, the oldest live expiry (ms, 0 if none), Redis's now (ms)} with
+// status 0 stored, 1 refused by a cap, 2 already expired (not stored).
+var putScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local exp = tonumber(ARGV[4])
+if exp <= now then return {2, 0, 0, 0, now} end
+local old = redis.call('HGET', KEYS[1], 'n')
+if old then redis.call('ZREM', KEYS[2], old) end
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+local live = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')
+local count, held, oldest = #live / 2, 0, 0
+for i = 1, #live, 2 do
+  local m = live[i]
+  held = held + tonumber(string.sub(m, string.find(m, ':', 1, true) + 1))
+  if oldest == 0 then oldest = tonumber(live[i + 1]) end
+end
+local size, maxT, maxB = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+if (maxB >= 0 and size > maxB) or (maxT >= 0 and count + 1 > maxT) or (maxB >= 0 and held + size > maxB) then
+  return {1, count, held, oldest, now}
+end
+redis.call('HSET', KEYS[1], 'p', ARGV[1], 't', ARGV[2], 'r', ARGV[3], 'n', ARGV[8])
+redis.call('PEXPIREAT', KEYS[1], exp)
+redis.call('ZADD', KEYS[2], exp, ARGV[8])
+local ttl = redis.call('PTTL', KEYS[2])
+if ttl < 0 or now + ttl < exp then redis.call('PEXPIREAT', KEYS[2], exp) end
+return {0, count, held, oldest, now}
+`)
+
+// consumeScript returns the record and deletes the key (and its index
+// member, KEYS[2] being the caller's index) only when principal (ARGV[1])
+// and tenant (ARGV[2]) match; otherwise it returns nil and leaves the key
+// alone.
 var consumeScript = redis.NewScript(`
-local v = redis.call('HMGET', KEYS[1], 'p', 't', 'r')
+local v = redis.call('HMGET', KEYS[1], 'p', 't', 'r', 'n')
 if not v[3] then return false end
 if v[1] ~= ARGV[1] or v[2] ~= ARGV[2] then return false end
 redis.call('DEL', KEYS[1])
+if v[4] then redis.call('ZREM', KEYS[2], v[4]) end
 return v[3]
 `)
 
@@ -52,6 +106,11 @@ func NewRedisStore(client *redis.Client, prefix string) *RedisStore {
 	}
 	return &RedisStore{client: client, prefix: prefix}
 }
+
+// SetLimits sets the caps per principal (the defaults until it is called).
+// Call it before the store is shared. Every replica should use the same
+// limits: each enforces its own when it stores.
+func (s *RedisStore) SetLimits(l TokenLimits) { s.limits = l }
 
 // OpenRedisStore connects to the Redis named by url (redis://[user:pass@]
 // host:port/db or rediss:// for TLS) and checks that it answers. Close
@@ -86,7 +145,12 @@ func redactURL(url string) string {
 }
 
 // Put stores rec under id with a Redis expiry at rec.ExpiresAt. A record
-// that has already expired is not stored.
+// that has already expired is not stored. A record that would take its
+// principal past a cap of the store's TokenLimits is not stored either:
+// Put returns an *action.Error with code rate_limited (too_large for a
+// record larger than the byte cap by itself) that wraps a *LimitError and
+// matches ErrTokenLimit. The check and the write are one script, so
+// concurrent Puts on any number of replicas never pass a cap together.
 func (s *RedisStore) Put(ctx context.Context, id string, rec Record) error {
 	data, err := json.Marshal(rec)
 	if err != nil {
@@ -95,22 +159,34 @@ func (s *RedisStore) Put(ctx context.Context, id string, rec Record) error {
 	if !time.Now().Before(rec.ExpiresAt) {
 		return nil
 	}
-	key := s.prefix + id
-	_, err = s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, key, "p", rec.Principal, "t", rec.Tenant, "r", data)
-		p.PExpireAt(ctx, key, rec.ExpiresAt)
-		return nil
-	})
+	size := int64(len(data))
+	maxTokens, maxBytes := s.limits.caps()
+	res, err := putScript.Run(ctx, s.client, []string{s.prefix + id, s.indexKey(rec.Principal)},
+		rec.Principal, rec.Tenant, data, rec.ExpiresAt.UnixMilli(), size, maxTokens, maxBytes,
+		id+":"+strconv.FormatInt(size, 10)).Int64Slice()
 	if err != nil {
 		return fmt.Errorf("trusted store: put: %w", err)
 	}
-	return nil
+	if len(res) != 5 {
+		return fmt.Errorf("trusted store: put: unexpected reply %v", res)
+	}
+	if res[0] != 1 {
+		return nil
+	}
+	le := overCap(rec.Principal, res[1], res[2], size, maxTokens, maxBytes)
+	if le == nil { // cannot happen: the script applies the same rule
+		le = &LimitError{Principal: rec.Principal, Kind: LimitTokens, Max: maxTokens, Held: res[1], Size: size}
+	}
+	if res[3] > 0 && (le.Kind == LimitTokens || le.Size <= le.Max) {
+		le.RetryAfter = time.Duration(res[3]-res[4]) * time.Millisecond
+	}
+	return limitError(le)
 }
 
 // Consume atomically removes and returns the record under id if it belongs
 // to principal and tenant.
 func (s *RedisStore) Consume(ctx context.Context, id, principal, tenant string) (Record, error) {
-	raw, err := consumeScript.Run(ctx, s.client, []string{s.prefix + id}, principal, tenant).Text()
+	raw, err := consumeScript.Run(ctx, s.client, []string{s.prefix + id, s.indexKey(principal)}, principal, tenant).Text()
 	if errors.Is(err, redis.Nil) {
 		return Record{}, ErrTokenNotFound
 	}
@@ -141,13 +217,26 @@ func (s *RedisStore) Close() error {
 }
 
 // OpenStore opens the store named by the trusted.store setting: "memory"
-// (or empty) for a MemoryStore, redis:// or rediss:// for a RedisStore.
+// (or empty) for a MemoryStore, redis:// or rediss:// for a RedisStore,
+// with the default TokenLimits.
 func OpenStore(ctx context.Context, spec string) (TokenStore, error) {
+	return OpenStoreLimits(ctx, spec, TokenLimits{})
+}
+
+// OpenStoreLimits is OpenStore with the caps per principal of limits.
+func OpenStoreLimits(ctx context.Context, spec string, limits TokenLimits) (TokenStore, error) {
 	switch {
 	case spec == "" || spec == "memory":
-		return NewMemoryStore(0), nil
+		s := NewMemoryStore(0)
+		s.SetLimits(limits)
+		return s, nil
 	case strings.HasPrefix(spec, "redis://") || strings.HasPrefix(spec, "rediss://"):
-		return OpenRedisStore(ctx, spec)
+		s, err := OpenRedisStore(ctx, spec)
+		if err != nil {
+			return nil, err
+		}
+		s.SetLimits(limits)
+		return s, nil
 	}
 	return nil, fmt.Errorf("trusted store %q: want memory or redis://host:port/db", redactURL(spec))
 }
