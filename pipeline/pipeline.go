@@ -122,6 +122,13 @@ func Open(ctx context.Context, cfg *policy.Config, opts Options) (p *Pipeline, e
 		if instance == "" {
 			instance = audit.DefaultInstance()
 		}
+		if path := cfg.Harness.Audit.Path; !audit.IsPostgres(path) {
+			// The default lives in the user's state directory, which may
+			// not exist yet.
+			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+				return nil, fmt.Errorf("harness.audit.path: %w", err)
+			}
+		}
 		if p.Audit, err = audit.Open(ctx, cfg.Harness.Audit.Path, instance); err != nil {
 			return nil, fmt.Errorf("harness.audit.path: %w", err)
 		}

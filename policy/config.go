@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/go-playground/validator/v10"
@@ -136,7 +138,6 @@ const (
 	DefaultMaxSearchFiles        = 1000
 	DefaultMaxListEntries        = 1000
 	DefaultTokenTTLSeconds       = 300
-	DefaultAuditPath             = "harness-audit.jsonl"
 	DefaultMCPTimeoutMS          = 5000
 	DefaultMaxBodyBytes          = 4 << 20
 	DefaultMaxString             = 2048
@@ -158,6 +159,22 @@ func setDefault(p **bool, v bool) {
 	if *p == nil {
 		*p = &v
 	}
+}
+
+// DefaultAuditPath is where the audit log lives unless configured: in the
+// user's state directory ($XDG_STATE_HOME/harness/audit.jsonl, by default
+// ~/.local/state/harness/audit.jsonl), never in the current directory,
+// which is often the workspace root an agent can read and write. Without a
+// home directory it is the system's temporary directory's
+// harness-<uid>/audit.jsonl.
+func DefaultAuditPath() string {
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "harness", "audit.jsonl")
+	}
+	if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(home) {
+		return filepath.Join(home, ".local", "state", "harness", "audit.jsonl")
+	}
+	return filepath.Join(os.TempDir(), "harness-"+strconv.Itoa(os.Getuid()), "audit.jsonl")
 }
 
 // Resolve fills every unset value with its default for the profile.
@@ -221,7 +238,7 @@ func (c *Config) Resolve() {
 		h.Trusted.Store = "memory"
 	}
 	if h.Audit.Path == "" {
-		h.Audit.Path = DefaultAuditPath
+		h.Audit.Path = DefaultAuditPath()
 	}
 	if h.Sanitize.MaxString == 0 {
 		h.Sanitize.MaxString = DefaultMaxString

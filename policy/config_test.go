@@ -16,7 +16,7 @@ func TestDefaultConfigIsDevWithSpecValues(t *testing.T) {
 	}
 	if h.Workspace.Root != "." || h.Workspace.CommandTimeoutSeconds != 10 || h.Workspace.MaxCommandOutputBytes != 12000 ||
 		h.Workspace.MaxFileBytes != 20000 || h.Workspace.MaxSearchFiles != 1000 || h.Trusted.TokenTTLSeconds != 300 ||
-		h.Trusted.Store != "memory" || h.Audit.Path != "harness-audit.jsonl" {
+		h.Trusted.Store != "memory" || h.Audit.Path != DefaultAuditPath() || !strings.HasSuffix(h.Audit.Path, "/harness/audit.jsonl") {
 		t.Fatalf("SPEC defaults wrong: %+v", h)
 	}
 	if strings.Join(h.Workspace.AllowedCommands, ",") != "pwd,ls,rg,git,go,make" {

@@ -10,8 +10,7 @@ import (
 	"strings"
 
 	"github.com/harness-runtime/harness/action"
-	"github.com/harness-runtime/harness/policy"
-	"github.com/harness-runtime/harness/workspace"
+	"github.com/harness-runtime/harness/runtime"
 )
 
 func init() {
@@ -35,8 +34,13 @@ line number alone does not choose, since a model's numbers can be off by
 exactly the period of repetitive code. --trust-line-numbers lifts that for
 diffs made by a tool.
 
+It runs as workspace_propose_patch (--dry-run) or workspace_apply_patch,
+through the same guard and audit log as every other entry point, with the
+trust of the person who runs it.
+
 Exit status: 0 every hunk applies, 1 the patch does not apply (the failing
-hunk is explained on stderr), 2 usage error.
+hunk is explained on stderr), 2 usage or configuration error, 3 refused
+(a path outside the root, writes disabled, a rule).
 
 Options:
 `
@@ -81,20 +85,6 @@ func runPatch(ctx context.Context, args []string, s stdio) int {
 		fmt.Fprintf(s.err, "harness patch: %v\n", err)
 		return exitUsage
 	}
-	dir := cfg.Harness.Workspace.Root
-	if dir == "" {
-		dir = "."
-	}
-	opts := workspace.DefaultOptions()
-	// A dry run writes nothing, so it previews even where writes are off.
-	opts.WriteEnabled = *dryRun || policy.Bool(cfg.Harness.Workspace.WriteEnabled)
-	opts.ShellEnabled = false
-	ws, err := workspace.New(dir, opts)
-	if err != nil {
-		fmt.Fprintf(s.err, "harness patch: %v\n", err)
-		return exitUsage
-	}
-	defer ws.Close()
 	in := map[string]any{"patch": text}
 	if *strip >= 0 {
 		in["strip"] = *strip
@@ -105,27 +95,41 @@ func runPatch(ctx context.Context, args []string, s stdio) int {
 	if *trust {
 		in["trust_line_numbers"] = true
 	}
-	plan, err := ws.PlanPatch(ctx, in)
-	if err == nil && !*dryRun {
-		err = ws.ApplyPlan(ctx, plan)
-	}
+	e, err := setup(ctx, cfg, s)
 	if err != nil {
-		fmt.Fprintf(s.err, "harness patch: %s: %s\n", action.CodeOf(err), action.MessageOf(err))
-		fmt.Fprintln(s.err, "harness patch: nothing was written")
-		return exitActionError
+		fmt.Fprintf(s.err, "harness patch: %v\n", err)
+		return exitUsage
 	}
-	for _, f := range plan.Files {
-		name := f.Path
-		if f.OldPath != "" {
-			name = f.OldPath + " -> " + f.Path
+	defer e.Close()
+	// The person at the terminal vouches for the patch, as --trusted does
+	// for harness run; the guard, the audit log and the exit codes are
+	// those of the actions themselves. A dry run is workspace_propose_patch,
+	// which writes nothing (so it previews even where writes are off).
+	name := "workspace_apply_patch"
+	if *dryRun {
+		name = "workspace_propose_patch"
+	}
+	obs := e.H.Execute(runtime.WithPrincipal(ctx, "cli"), action.Action{Name: name, Input: in, Trusted: true})
+	if obs.Status != action.StatusOK {
+		fmt.Fprintf(s.err, "harness patch: %s: %s\n", obs.Code, obs.Message)
+		fmt.Fprintln(s.err, "harness patch: nothing was written")
+		return obs.Code.ExitCode()
+	}
+	files, _ := obs.Payload["files"].([]any)
+	for _, f := range files {
+		m, _ := f.(map[string]any)
+		name := fmt.Sprint(m["path"])
+		if old, ok := m["old_path"].(string); ok && old != "" {
+			name = old + " -> " + name
 		}
-		fmt.Fprintf(s.out, "%-6s %s (+%d -%d, %s)\n", f.Op, name, f.Added, f.Removed, f.Stage)
+		fmt.Fprintf(s.out, "%-6s %s (+%v -%v, %v)\n", m["op"], name, m["added"], m["removed"], m["stage"])
 	}
 	if *showDiff {
-		fmt.Fprint(s.out, plan.Diff)
+		diff, _ := obs.Payload["diff"].(string)
+		fmt.Fprint(s.out, diff)
 	}
 	if *dryRun {
-		fmt.Fprintf(s.err, "harness patch: dry run: %d file(s) would change; nothing was written\n", len(plan.Files))
+		fmt.Fprintf(s.err, "harness patch: dry run: %d file(s) would change; nothing was written\n", len(files))
 	}
 	return exitOK
 }

@@ -59,7 +59,7 @@ func TestPatchCommand(t *testing.T) {
 		{"apply-stdin-flags-after", func(r, p string) []string { return []string{"patch", "-", "--root", r} }, patchCLIGood, true, exitOK, true},
 		{"dry-run", func(r, p string) []string { return []string{"patch", "--dry-run", "--diff", "--root", r, p} }, patchCLIGood, false, exitOK, false},
 		{"hunk-fails", func(r, p string) []string { return []string{"patch", "--root", r, p} }, patchCLIBad, false, exitActionError, false},
-		{"outside-root", func(r, p string) []string { return []string{"patch", "--root", r, p} }, "--- a/../x\n+++ b/../x\n@@ -1 +1 @@\n-a\n+b\n", false, exitActionError, false},
+		{"outside-root", func(r, p string) []string { return []string{"patch", "--root", r, p} }, "--- a/../x\n+++ b/../x\n@@ -1 +1 @@\n-a\n+b\n", false, exitBlocked, false}, // SPEC 4: a refusal exits 3
 		{"two-files", func(r, p string) []string { return []string{"patch", "--root", r, p, p} }, patchCLIGood, false, exitUsage, false},
 		{"bad-flag", func(r, p string) []string { return []string{"patch", "--nope", p} }, patchCLIGood, false, exitUsage, false},
 		{"bad-fuzz", func(r, p string) []string { return []string{"patch", "--fuzz", "2", "--root", r, p} }, patchCLIGood, false, exitUsage, false},
@@ -69,7 +69,7 @@ func TestPatchCommand(t *testing.T) {
 			cfg := filepath.Join(filepath.Dir(r), "cfg.yaml")
 			_ = os.WriteFile(cfg, []byte("harness:\n  workspace:\n    root: "+r+"\n    write-enabled: false\n"), 0o600)
 			return []string{"patch", "--config", cfg, p}
-		}, patchCLIGood, false, exitActionError, false},
+		}, patchCLIGood, false, exitBlocked, false},
 		{"config-writes-disabled-dry-run", func(r, p string) []string {
 			cfg := filepath.Join(filepath.Dir(r), "cfg.yaml")
 			_ = os.WriteFile(cfg, []byte("harness:\n  workspace:\n    root: "+r+"\n    write-enabled: false\n"), 0o600)
