@@ -11,6 +11,8 @@ import (
 	"github.com/harness-runtime/harness/internal/testkit"
 )
 
+// The benchmarks write and verify keyed chains, as Harness does.
+
 // benchEvent is the size of a typical sanitized post_action event.
 var benchEvent = map[string]any{
 	"kind": "post_action", "session_id": "s-1", "agent_id": "agent-7", "depth": 0,
@@ -32,7 +34,7 @@ var appendModes = []struct {
 func BenchmarkJSONLAppend(b *testing.B) {
 	for _, mode := range appendModes {
 		b.Run(mode.name, func(b *testing.B) {
-			l, err := OpenJSONL(filepath.Join(b.TempDir(), "bench.jsonl"))
+			l, err := OpenJSONL(filepath.Join(b.TempDir(), "bench.jsonl"), WithKey(testKey))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -53,7 +55,7 @@ func BenchmarkJSONLAppend(b *testing.B) {
 func BenchmarkJSONLAppendParallel(b *testing.B) {
 	for _, mode := range appendModes {
 		b.Run(mode.name, func(b *testing.B) {
-			l, err := OpenJSONL(filepath.Join(b.TempDir(), "bench.jsonl"))
+			l, err := OpenJSONL(filepath.Join(b.TempDir(), "bench.jsonl"), WithKey(testKey))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -79,7 +81,7 @@ func BenchmarkPostgresAppend(b *testing.B) {
 	for _, mode := range appendModes {
 		b.Run(mode.name, func(b *testing.B) {
 			table := testTable(b, dsn)
-			p, err := OpenPostgres(context.Background(), dsn, "bench", WithTable(table))
+			p, err := OpenPostgres(context.Background(), dsn, "bench", WithTable(table), WithKey(testKey))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -96,7 +98,7 @@ func BenchmarkPostgresAppend(b *testing.B) {
 
 func BenchmarkVerifyJSONL(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "bench.jsonl")
-	l, err := OpenJSONL(path)
+	l, err := OpenJSONL(path, WithKey(testKey))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -109,7 +111,7 @@ func BenchmarkVerifyJSONL(b *testing.B) {
 	data := readAll(b, path)
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
-		if rep, err := VerifyJSONL(bytes.NewReader(data)); err != nil || !rep.OK() {
+		if rep, err := VerifyJSONL(bytes.NewReader(data), WithKey(testKey)); err != nil || !rep.OK() {
 			b.Fatal(rep, err)
 		}
 	}

@@ -6,14 +6,51 @@
 // by VerifyJSONL, VerifyPostgres or `harness audit verify`:
 //
 //	{"seq":1,"time":"2026-11-21T23:05:00.123456789Z","instance":"host-a",
-//	 "prev_hash":"000…000","event":{…},"hash":"…"}
+//	 "key_id":"3f0c…","prev_hash":"000…000","event":{…},"hash":"…"}
 //
-// hash is the hex SHA-256 of action.Canonical of the record without its
-// "hash" key; prev_hash of the first record is 64 zeros. A record is stored
-// as exactly one line of text in the fixed key order shown above, with the
+// hash is computed over action.Canonical of the record without its "hash"
+// key; prev_hash of the first record is 64 zeros. A record is stored as
+// exactly one line of text in the fixed key order shown above, with the
 // event in canonical JSON (see Record.MarshalJSON), and the verifier insists
 // on that exact text, so any change of any byte of a log is detected, even
 // one that would leave the decoded values equal.
+//
+// # Keyed chains
+//
+// A log opened WithKey (the installation's secret key, the one the
+// sanitizer uses) writes keyed records: hash is the hex HMAC-SHA-256 of
+// that canonical text, so rewriting the log with a chain that verifies
+// needs the key, not just write access to the log. Each keyed record
+// names its key with "key_id" (16 hex digits: an HMAC of a fixed label
+// under the chain key, which tells keys apart and reveals nothing of
+// them). The chain key is derived from the installation key with HKDF
+// (SHA-256, salt "github.com/harness-runtime/harness/audit chain key",
+// info "hmac-sha256 v1"), so it is never the key the sanitizer computes
+// its "hmac-sha256:" markers with, and no marker an agent can obtain is a
+// valid record hash.
+//
+// A record without "key_id" is unkeyed: its hash is the hex SHA-256 of the
+// same text. That is the format of logs written before chains were keyed,
+// and of logs opened without a key. A chain may start unkeyed and become
+// keyed (a writer with the key continuing an older log), never the other
+// way round: an unkeyed record after a keyed one is refused by the
+// verifiers (ProblemUnkeyed) and by a writer that finds one at the end of
+// its log. A verifier given the key refuses unkeyed records altogether,
+// since a valid unkeyed chain is exactly what someone without the key can
+// write, unless AllowUnkeyed says the log is known to predate keying; the
+// Report then counts them (Report.Unkeyed), and its String says the log is
+// unkeyed. The first keyed record after unkeyed ones pins them: its hash
+// covers prev_hash, so they cannot be changed afterwards without the key.
+// A verifier without a key checks unkeyed records and stops with
+// ErrKeyRequired at the first keyed one.
+//
+// # Harness's own files
+//
+// The log must live where the workspace cannot reach it: CheckOutside
+// refuses, at start, a log or key path inside the workspace root. A JSONL
+// log is opened without following a symbolic link at its path (the
+// open fails with ErrNotLogFile and the link's target is neither created
+// nor written), and must be a regular file.
 //
 // Two stores write the same records: JSONL (a local file, one record per
 // line) and Postgres (one append-only table, one chain per instance). Both
@@ -76,10 +113,11 @@
 // # What the chain does not prove
 //
 // A hash chain without an outside anchor cannot show that whole records
-// were removed from its end, nor stop someone who can rewrite the whole
-// file from recomputing every hash. Report.LastSeq and Report.LastHash are
-// the head to keep elsewhere (a ticket, another system's log); verifying
-// later WithAnchor (or `harness audit verify --head SEQ:HASH`) finds both.
-// The Postgres table refuses UPDATE, DELETE and TRUNCATE with triggers,
-// which a superuser can still disable.
+// were removed from its end. Report.LastSeq and Report.LastHash are the
+// head to keep elsewhere (a ticket, another system's log); verifying later
+// WithAnchor (or `harness audit verify --head SEQ:HASH`) finds both a
+// removal and a rewrite up to the head. Whoever holds the key can rewrite
+// a keyed chain; whoever can write an unkeyed one can rewrite it. The
+// Postgres table refuses UPDATE, DELETE and TRUNCATE with triggers, which
+// a superuser can still disable.
 package audit

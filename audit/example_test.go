@@ -3,6 +3,7 @@ package audit_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -83,4 +84,63 @@ func ExampleOpenPostgres() {
 		return
 	}
 	fmt.Println(rep)
+}
+
+// A keyed chain: records are sealed with an HMAC under a key derived from
+// the installation key, so someone who can write the log but not read the
+// key cannot rewrite it with a chain that verifies.
+func ExampleWithKey() {
+	dir, err := os.MkdirTemp("", "audit-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "audit.jsonl")
+	key := bytes.Repeat([]byte{7}, 32) // in Harness: sanitize.LoadOrCreateKey
+	ctx := context.Background()
+
+	log, err := audit.OpenJSONL(path, audit.WithKey(key))
+	if err != nil {
+		panic(err)
+	}
+	if _, err := log.Append(ctx, map[string]any{"kind": "pre_action", "action": "workspace_apply_patch"}, true); err != nil {
+		panic(err)
+	}
+	log.Close()
+
+	rep, err := audit.VerifyJSONLFile(ctx, path, audit.WithKey(key))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(rep.OK(), rep.Records, rep.Unkeyed)
+
+	// The same event in a fresh, valid, unkeyed chain: what a writer
+	// without the key can produce.
+	forged := filepath.Join(dir, "forged.jsonl")
+	flog, err := audit.OpenJSONL(forged)
+	if err != nil {
+		panic(err)
+	}
+	flog.Append(ctx, map[string]any{"kind": "pre_action", "action": "workspace_read_file"}, true)
+	flog.Close()
+	rep, err = audit.VerifyJSONLFile(ctx, forged, audit.WithKey(key))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(rep.OK(), rep.FirstBad, rep.Problem)
+	// Output:
+	// true 1 0
+	// false 1 unkeyed
+}
+
+// At start, a configuration that puts Harness's own files in the
+// workspace is refused.
+func ExampleCheckOutside() {
+	err := audit.CheckOutside("/srv/project", "/srv/project/.harness/audit.jsonl")
+	fmt.Println(errors.Is(err, audit.ErrInsideRoot))
+	err = audit.CheckOutside("/srv/project", "/srv/project2/audit.jsonl")
+	fmt.Println(err)
+	// Output:
+	// true
+	// <nil>
 }

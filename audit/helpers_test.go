@@ -49,8 +49,28 @@ func writeLogLines(t testing.TB, instance string, n int) [][]byte {
 
 func writeLogAs(t testing.TB, instance string, n int) (string, [][]byte) {
 	t.Helper()
+	return writeLogWith(t, n, WithInstance(instance))
+}
+
+// testKey and otherKey are installation keys as sanitize.LoadOrCreateKey
+// makes them.
+var (
+	testKey  = bytes.Repeat([]byte{0x5a, 0x17, 0xc3, 0x88}, 8)
+	otherKey = bytes.Repeat([]byte{0x01, 0x9e, 0x44, 0xd2}, 8)
+)
+
+// writeKeyedLog is writeLog with every record keyed under testKey.
+func writeKeyedLog(t testing.TB, n int) (string, [][]byte) {
+	t.Helper()
+	return writeLogWith(t, n, WithInstance("test-host"), WithKey(testKey))
+}
+
+// writeLogWith writes n records with opts (after a fixed clock) to a new
+// log in a temporary directory and returns its path and its lines.
+func writeLogWith(t testing.TB, n int, opts ...Option) (string, [][]byte) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	l, err := OpenJSONL(path, WithInstance(instance), WithClock(fixedClock()))
+	l, err := OpenJSONL(path, append([]Option{WithClock(fixedClock())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

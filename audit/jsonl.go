@@ -26,18 +26,21 @@ import (
 // never forks.
 //
 // It does not rotate files and does not stop a user with write access to
-// the file from rewriting it; the verifier finds such changes.
+// the file from rewriting it; the verifier finds such changes, except, in
+// a keyed log, those made by someone who also holds the key.
 type JSONL struct {
 	mu       sync.Mutex
 	path     string
 	rw       *os.File // read-write: the flock, reading the tail, repairs
 	f        *os.File // O_APPEND: records are written here
 	instance string
+	key      *chainKey // nil: records are unkeyed
 	now      func() time.Time
 	syncFile func(*os.File) error
 	seq      uint64 // head of the chain as of this log's last look
 	prev     string
 	end      int64 // file size after this log's last look; -1: unknown
+	keyed    bool  // a keyed record was seen in or written to this log
 	broken   error
 	closed   bool
 
@@ -84,16 +87,32 @@ var _ Log = (*JSONL)(nil)
 // the package documentation); a last complete line that is not a valid
 // record is refused with ErrCorrupt. Earlier records are not verified here:
 // that is VerifyJSONL's job.
+//
+// With WithKey every record appended is keyed. A log whose last record is
+// keyed can only be continued with its key: without one OpenJSONL fails
+// with ErrKeyRequired, with another one with ErrWrongKey. A log whose last
+// record is unkeyed (written before the chain was keyed) is continued with
+// keyed records; a warning says so.
+//
+// path must name a regular file or nothing: a symbolic link at path is
+// refused (wrapping ErrNotLogFile) and its target is neither created nor
+// written. The directories above path are followed as the system does;
+// call CheckOutside at start to refuse a path that reaches into the
+// workspace.
 func OpenJSONL(path string, opts ...Option) (*JSONL, error) {
 	cfg := newConfig(opts)
 	if cfg.instance == "" {
 		cfg.instance = DefaultInstance()
 	}
-	rw, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	key, err := chainKeyOf(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("audit: open %s: %w", path, err)
 	}
-	l := &JSONL{path: path, rw: rw, instance: cfg.instance, now: cfg.now,
+	rw, err := openLogFile(path, os.O_RDWR|os.O_CREATE)
+	if err != nil {
+		return nil, fmt.Errorf("audit: open %s: %w", path, err)
+	}
+	l := &JSONL{path: path, rw: rw, instance: cfg.instance, key: key, now: cfg.now,
 		syncFile: (*os.File).Sync, prev: ZeroHash, end: -1}
 	if err := l.open(); err != nil {
 		rw.Close()
@@ -107,7 +126,10 @@ func OpenJSONL(path string, opts ...Option) (*JSONL, error) {
 
 func (l *JSONL) open() error {
 	var err error
-	if l.f, err = os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
+	if l.f, err = openLogFile(l.path, os.O_WRONLY|os.O_APPEND); err != nil {
+		return err
+	}
+	if err := sameFile(l.rw, l.f); err != nil {
 		return err
 	}
 	// The file may just have been created: make its directory entry durable.
@@ -119,7 +141,31 @@ func (l *JSONL) open() error {
 		return err
 	}
 	defer unlock()
-	return l.refresh()
+	if err := l.refresh(); err != nil {
+		return err
+	}
+	if l.key != nil && !l.keyed && l.seq > 0 {
+		slog.Warn("audit log was written without a key; continuing it with keyed records (the earlier ones stay unkeyed, and verifying them needs --allow-unkeyed)",
+			"path", l.path, "unkeyed_up_to_seq", l.seq, "key_id", l.key.id)
+	}
+	return nil
+}
+
+// sameFile fails unless a and b are one file: the log's two descriptors
+// must not be split by a rename over its path between the two opens.
+func sameFile(a, b *os.File) error {
+	fa, err := a.Stat()
+	if err != nil {
+		return err
+	}
+	fb, err := b.Stat()
+	if err != nil {
+		return err
+	}
+	if !os.SameFile(fa, fb) {
+		return fmt.Errorf("%w: %s was replaced while it was being opened", ErrNotLogFile, a.Name())
+	}
+	return nil
 }
 
 // refresh reads the head of the chain again if the file changed since this
@@ -146,9 +192,9 @@ func (l *JSONL) refresh() error {
 	}
 	seq, prev := uint64(0), ZeroHash
 	if last != nil {
-		rec, bad := parseRecord(last)
-		if bad != nil {
-			return fmt.Errorf("%w: last complete record: %s (run harness audit verify)", ErrCorrupt, bad.msg)
+		rec, err := l.checkTail(last)
+		if err != nil {
+			return err
 		}
 		seq, prev = rec.Seq, rec.Hash
 	}
@@ -159,6 +205,27 @@ func (l *JSONL) refresh() error {
 		}
 	}
 	return nil
+}
+
+// checkTail parses the last record of the log, which this log is about to
+// continue, and checks that its key allows that.
+func (l *JSONL) checkTail(last []byte) (Record, error) {
+	rec, bad := parseRecord(last, l.key)
+	switch {
+	case bad != nil && bad.needKey:
+		return Record{}, fmt.Errorf("%w: %s (open the log with its key)", ErrKeyRequired, bad.msg)
+	case bad != nil && bad.problem == ProblemWrongKey:
+		return Record{}, fmt.Errorf("%w: %s", ErrWrongKey, bad.msg)
+	case bad != nil:
+		return Record{}, fmt.Errorf("%w: last complete record: %s (run harness audit verify)", ErrCorrupt, bad.msg)
+	case rec.KeyID != "":
+		l.keyed = true
+	case l.keyed:
+		// Appending after it would hide it: the verifier refuses an
+		// unkeyed record after keyed ones, and so does this log.
+		return Record{}, fmt.Errorf("%w: seq %d is unkeyed but follows keyed records: a writer without the key appended to the log (run harness audit verify)", ErrCorrupt, rec.Seq)
+	}
+	return rec, nil
 }
 
 // TornTailKind is the "kind" of the event a JSONL log writes (on open, or
@@ -192,7 +259,7 @@ func (l *JSONL) repairTornTail(end, n int64) error {
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
 	event := map[string]any{"kind": TornTailKind, "bytes": n, "sha256": sum, "saved_to": filepath.Base(aside)}
-	rec, line, err := seal(l.seq+1, now, l.instance, l.prev, event)
+	rec, line, err := seal(l.seq+1, now, l.instance, l.prev, event, l.key)
 	if err != nil {
 		return err
 	}
@@ -207,6 +274,7 @@ func (l *JSONL) repairTornTail(end, n int64) error {
 		return err
 	}
 	l.seq, l.prev, l.end = rec.Seq, rec.Hash, end+int64(len(line))
+	l.keyed = l.keyed || l.key != nil
 	slog.Warn("audit log ended in a torn line; moved it aside and recorded that in the chain",
 		"path", l.path, "bytes", n, "sha256", sum, "saved_to", aside, "seq", rec.Seq)
 	return nil
@@ -372,7 +440,7 @@ func (l *JSONL) writeBatch(batch []appendReq) []appendResult {
 	n := l.written.Load()
 	var buf []byte
 	for i, b := range batch {
-		rec, line, err := sealCanonical(seq+1, l.now(), l.instance, prev, b.ev)
+		rec, line, err := sealCanonical(seq+1, l.now(), l.instance, prev, b.ev, l.key)
 		if err != nil {
 			results[i] = appendResult{err: fmt.Errorf("audit append: %w", err)}
 			continue
@@ -394,6 +462,7 @@ func (l *JSONL) writeBatch(batch []appendReq) []appendResult {
 		return results
 	}
 	l.seq, l.prev, l.end = seq, prev, l.end+int64(len(buf))
+	l.keyed = l.keyed || l.key != nil
 	l.written.Store(n)
 	if testHookBatch != nil {
 		testHookBatch(len(batch))

@@ -46,6 +46,10 @@ type config struct {
 	table    string
 	now      func() time.Time
 	anchor   Anchor
+
+	key          []byte
+	keySet       bool
+	allowUnkeyed bool
 }
 
 func newConfig(opts []Option) config {

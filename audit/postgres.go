@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"strings"
 	"sync"
@@ -43,7 +44,8 @@ type Postgres struct {
 	table    string    // as configured
 	ident    string    // quoted for SQL
 	instance string
-	lockKey  int64 // advisory lock of this instance's chain
+	key      *chainKey // nil: records are unkeyed
+	lockKey  int64     // advisory lock of this instance's chain
 	now      func() time.Time
 	closed   bool
 }
@@ -93,16 +95,51 @@ func OpenPostgres(ctx context.Context, dsn, instance string, opts ...Option) (*P
 	if err != nil {
 		return nil, err
 	}
-	p := &Postgres{cc: pc, table: table, ident: quoteTable(table), instance: instance, now: cfg.now,
+	key, err := chainKeyOf(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("audit: open postgres: %w", err)
+	}
+	p := &Postgres{cc: pc, table: table, ident: quoteTable(table), instance: instance, key: key, now: cfg.now,
 		lockKey: lockKey("chain", table, instance)}
 	if err := p.connect(ctx); err != nil {
 		return nil, err
 	}
-	if err := p.ensureTable(ctx); err != nil {
+	err = p.ensureTable(ctx)
+	if err == nil {
+		err = p.checkHead(ctx)
+	}
+	if err != nil {
 		p.conn.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
 	return p, nil
+}
+
+// checkHead checks that the last record of the instance's chain can be
+// continued with this log's key, as OpenJSONL does for its last line.
+// Appends do not look again: every writer of one chain must hold its key.
+func (p *Postgres) checkHead(ctx context.Context) error {
+	var text string
+	err := p.conn.QueryRow(ctx, `SELECT record FROM `+p.ident+` WHERE instance = $1 ORDER BY seq DESC LIMIT 1`, p.instance).Scan(&text)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("audit: read the head of %s (instance %q): %w", p.table, p.instance, err)
+	}
+	rec, bad := parseRecord([]byte(text), p.key)
+	switch {
+	case bad != nil && bad.needKey:
+		return fmt.Errorf("%w: %s (instance %q): %s (open the log with its key)", ErrKeyRequired, p.table, p.instance, bad.msg)
+	case bad != nil && bad.problem == ProblemWrongKey:
+		return fmt.Errorf("%w: %s (instance %q): %s", ErrWrongKey, p.table, p.instance, bad.msg)
+	case bad != nil:
+		return fmt.Errorf("%w: %s (instance %q): last record: %s (run harness audit verify)", ErrCorrupt, p.table, p.instance, bad.msg)
+	case p.key != nil && rec.KeyID == "":
+		slog.Warn("audit chain was written without a key; continuing it with keyed records (the earlier ones stay unkeyed, and verifying them needs --allow-unkeyed)",
+			"table", p.table, "instance", p.instance, "unkeyed_up_to_seq", rec.Seq, "key_id", p.key.id)
+	}
+	return nil
 }
 
 // connect (re)opens the connection when there is none. Caller holds p.mu
@@ -244,7 +281,7 @@ func (p *Postgres) Append(ctx context.Context, event any, durable bool) (Record,
 			return fmt.Errorf("read head: %w", err)
 		}
 		var line []byte
-		rec, line, err = sealCanonical(uint64(seq)+1, p.now(), p.instance, hash, ev)
+		rec, line, err = sealCanonical(uint64(seq)+1, p.now(), p.instance, hash, ev, p.key)
 		if err != nil {
 			return err
 		}
@@ -300,6 +337,9 @@ func VerifyPostgres(ctx context.Context, dsn, instance string, opts ...Option) (
 	if cfg.anchor.Seq != 0 && instance == "" {
 		return Report{}, errors.New("audit verify: an anchor belongs to one chain: name its instance")
 	}
+	if _, err := chainKeyOf(cfg); err != nil {
+		return Report{}, fmt.Errorf("audit verify: %w", err)
+	}
 	conn, err := pgx.ConnectConfig(ctx, pc)
 	if err != nil {
 		return Report{}, fmt.Errorf("audit verify: postgres connect: %w", err)
@@ -319,10 +359,14 @@ func VerifyPostgres(ctx context.Context, dsn, instance string, opts ...Option) (
 	}
 	total := Report{LastHash: ZeroHash}
 	for _, inst := range instances {
-		rep, err := verifyChain(ctx, conn, ident, inst, cfg.anchor)
+		rep, err := verifyChain(ctx, conn, ident, inst, cfg)
 		total.Records += rep.Records
+		total.Unkeyed += rep.Unkeyed
 		total.Chains++
 		total.Instance, total.LastSeq, total.LastHash = inst, rep.LastSeq, rep.LastHash
+		if rep.KeyID != "" {
+			total.KeyID = rep.KeyID
+		}
 		if err != nil {
 			return total, fmt.Errorf("audit verify: %s: %w", table, err)
 		}
@@ -337,14 +381,17 @@ func VerifyPostgres(ctx context.Context, dsn, instance string, opts ...Option) (
 	return total, nil
 }
 
-func verifyChain(ctx context.Context, conn *pgx.Conn, ident, instance string, anchor Anchor) (Report, error) {
+func verifyChain(ctx context.Context, conn *pgx.Conn, ident, instance string, cfg config) (Report, error) {
 	rep := Report{Chains: 1, Instance: instance, LastHash: ZeroHash}
+	c, err := newChain(cfg)
+	if err != nil {
+		return rep, err
+	}
 	rows, err := conn.Query(ctx, `SELECT instance, seq, hash, record FROM `+ident+` WHERE instance = $1 ORDER BY seq`, instance)
 	if err != nil {
 		return rep, err
 	}
 	defer rows.Close()
-	c := newChain(anchor)
 	for rows.Next() {
 		var inst, hash, text string
 		var seq int64
@@ -357,8 +404,8 @@ func verifyChain(ctx context.Context, conn *pgx.Conn, ident, instance string, an
 			}
 			return nil
 		}
-		if !c.add([]byte(text), &rep, check) {
-			return rep, nil
+		if ok, err := c.add([]byte(text), &rep, check); !ok {
+			return rep, err
 		}
 	}
 	if err := rows.Err(); err != nil {

@@ -35,35 +35,68 @@ type Record struct {
 	// Instance names the writer. In Postgres each instance has its own
 	// chain; in a JSONL file it is a label and may change across restarts.
 	Instance string `json:"instance"`
+	// KeyID names the key of a keyed record (see WithKey and KeyID);
+	// empty for an unkeyed one.
+	KeyID string `json:"key_id,omitempty"`
 	// PrevHash is the Hash of the record before, ZeroHash for the first.
 	PrevHash string `json:"prev_hash"`
 	// Event is the audited value in canonical JSON.
 	Event json.RawMessage `json:"event"`
-	// Hash is the hex SHA-256 of action.Canonical of the record without
-	// its "hash" key.
+	// Hash is the hex HMAC-SHA-256 (keyed record) or SHA-256 (unkeyed) of
+	// action.Canonical of the record without its "hash" key.
 	Hash string `json:"hash"`
 }
 
 // MarshalJSON returns the record's stored text: the keys seq, time,
-// instance, prev_hash, event, hash in that order, no whitespace, time in
-// RFC 3339 with nanoseconds in UTC and the event in canonical JSON. It does
-// not check that Hash is right; ComputeHash does that.
+// instance, key_id (keyed records only), prev_hash, event, hash in that
+// order, no whitespace, time in RFC 3339 with nanoseconds in UTC and the
+// event in canonical JSON. It does not check that Hash is right;
+// ComputeHash does that.
 func (r Record) MarshalJSON() ([]byte, error) {
 	ev, err := canonicalEvent(r.Event)
 	if err != nil {
 		return nil, err
 	}
-	return encodeRecord(r.Seq, formatTime(r.Time), r.Instance, r.PrevHash, ev, r.Hash), nil
+	return encodeRecord(r.header(), ev, r.Hash), nil
 }
 
 // ComputeHash returns the hash the record must carry given its other
-// fields: the hex SHA-256 of action.Canonical of the record without "hash".
-func (r Record) ComputeHash() (string, error) {
+// fields. For an unkeyed record (KeyID empty) that is the hex SHA-256 of
+// action.Canonical of the record without "hash", and key is not used. For
+// a keyed record it is the hex HMAC-SHA-256 of the same text under the
+// chain key derived from key (the installation key, as for WithKey); it
+// fails when key is missing or is not the key KeyID names.
+func (r Record) ComputeHash(key []byte) (string, error) {
 	ev, err := canonicalEvent(r.Event)
 	if err != nil {
 		return "", err
 	}
-	return hashOf(r.Seq, formatTime(r.Time), r.Instance, r.PrevHash, ev), nil
+	var k *chainKey
+	if r.KeyID != "" {
+		if key == nil {
+			return "", fmt.Errorf("%w: seq %d has key_id %s", ErrKeyRequired, r.Seq, r.KeyID)
+		}
+		if k, err = newChainKey(key); err != nil {
+			return "", err
+		}
+		if k.id != r.KeyID {
+			return "", fmt.Errorf("%w: seq %d has key_id %s, the key given has %s", ErrWrongKey, r.Seq, r.KeyID, k.id)
+		}
+	}
+	return hashOf(r.header(), ev, k), nil
+}
+
+// header is what a record's hash covers besides its event.
+type header struct {
+	seq      uint64
+	ts       string // formatTime of the record's time
+	instance string
+	keyID    string // "" for an unkeyed record
+	prevHash string
+}
+
+func (r Record) header() header {
+	return header{seq: r.Seq, ts: formatTime(r.Time), instance: r.Instance, keyID: r.KeyID, prevHash: r.PrevHash}
 }
 
 func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
@@ -86,17 +119,21 @@ func jsonString(buf *bytes.Buffer, s string) {
 
 // encodeRecord writes the stored text of a record; event must already be
 // canonical JSON.
-func encodeRecord(seq uint64, ts, instance, prevHash string, event []byte, hash string) []byte {
+func encodeRecord(h header, event []byte, hash string) []byte {
 	var buf bytes.Buffer
-	buf.Grow(200 + len(event) + len(instance))
+	buf.Grow(220 + len(event) + len(h.instance))
 	buf.WriteString(`{"seq":`)
-	buf.WriteString(strconv.FormatUint(seq, 10))
+	buf.WriteString(strconv.FormatUint(h.seq, 10))
 	buf.WriteString(`,"time":`)
-	jsonString(&buf, ts)
+	jsonString(&buf, h.ts)
 	buf.WriteString(`,"instance":`)
-	jsonString(&buf, instance)
+	jsonString(&buf, h.instance)
+	if h.keyID != "" {
+		buf.WriteString(`,"key_id":`)
+		jsonString(&buf, h.keyID)
+	}
 	buf.WriteString(`,"prev_hash":`)
-	jsonString(&buf, prevHash)
+	jsonString(&buf, h.prevHash)
 	buf.WriteString(`,"event":`)
 	buf.Write(event)
 	buf.WriteString(`,"hash":`)
@@ -108,47 +145,62 @@ func encodeRecord(seq uint64, ts, instance, prevHash string, event []byte, hash 
 // hashInput is action.Canonical of the record without "hash", written
 // directly (keys in sorted order) because event is already canonical;
 // TestHashInputIsCanonical pins the equality.
-func hashInput(seq uint64, ts, instance, prevHash string, event []byte) []byte {
+func hashInput(h header, event []byte) []byte {
 	var buf bytes.Buffer
-	buf.Grow(160 + len(event) + len(instance))
+	buf.Grow(180 + len(event) + len(h.instance))
 	buf.WriteString(`{"event":`)
 	buf.Write(event)
 	buf.WriteString(`,"instance":`)
-	jsonString(&buf, instance)
+	jsonString(&buf, h.instance)
+	if h.keyID != "" {
+		buf.WriteString(`,"key_id":`)
+		jsonString(&buf, h.keyID)
+	}
 	buf.WriteString(`,"prev_hash":`)
-	jsonString(&buf, prevHash)
+	jsonString(&buf, h.prevHash)
 	buf.WriteString(`,"seq":`)
-	buf.WriteString(strconv.FormatUint(seq, 10))
+	buf.WriteString(strconv.FormatUint(h.seq, 10))
 	buf.WriteString(`,"time":`)
-	jsonString(&buf, ts)
+	jsonString(&buf, h.ts)
 	buf.WriteByte('}')
 	return buf.Bytes()
 }
 
-func hashOf(seq uint64, ts, instance, prevHash string, event []byte) string {
-	sum := sha256.Sum256(hashInput(seq, ts, instance, prevHash, event))
+// hashOf is the hash a record must carry: HMAC under k for a keyed
+// record, SHA-256 for an unkeyed one (k is then not used). The caller has
+// checked that k is the key h.keyID names.
+func hashOf(h header, event []byte, k *chainKey) string {
+	in := hashInput(h, event)
+	if h.keyID != "" {
+		return k.sum(in)
+	}
+	sum := sha256.Sum256(in)
 	return hex.EncodeToString(sum[:])
 }
 
-// seal builds the next record of a chain and its stored text.
-func seal(seq uint64, now time.Time, instance, prevHash string, event any) (Record, []byte, error) {
+// seal builds the next record of a chain and its stored text, keyed under
+// k when k is not nil.
+func seal(seq uint64, now time.Time, instance, prevHash string, event any, k *chainKey) (Record, []byte, error) {
 	ev, err := action.Canonical(event)
 	if err != nil {
 		return Record{}, nil, fmt.Errorf("audit event: %w", err)
 	}
-	return sealCanonical(seq, now, instance, prevHash, ev)
+	return sealCanonical(seq, now, instance, prevHash, ev, k)
 }
 
 // sealCanonical is seal for an event already in canonical JSON.
-func sealCanonical(seq uint64, now time.Time, instance, prevHash string, ev []byte) (Record, []byte, error) {
+func sealCanonical(seq uint64, now time.Time, instance, prevHash string, ev []byte, k *chainKey) (Record, []byte, error) {
 	now = now.UTC().Round(0)
-	ts := formatTime(now)
-	h := hashOf(seq, ts, instance, prevHash, ev)
-	line := encodeRecord(seq, ts, instance, prevHash, ev, h)
+	h := header{seq: seq, ts: formatTime(now), instance: instance, prevHash: prevHash}
+	if k != nil {
+		h.keyID = k.id
+	}
+	sum := hashOf(h, ev, k)
+	line := encodeRecord(h, ev, sum)
 	if len(line) > maxRecordBytes {
 		return Record{}, nil, fmt.Errorf("audit event: record of %d bytes exceeds %d", len(line), maxRecordBytes)
 	}
-	return Record{Seq: seq, Time: now, Instance: instance, PrevHash: prevHash, Event: ev, Hash: h}, line, nil
+	return Record{Seq: seq, Time: now, Instance: instance, KeyID: h.keyID, PrevHash: prevHash, Event: ev, Hash: sum}, line, nil
 }
 
 // Problem classifies why a record failed verification.
@@ -177,12 +229,24 @@ const (
 	ProblemAnchor Problem = "anchor_mismatch"
 	// ProblemTruncated: the chain ends before the anchor's seq.
 	ProblemTruncated Problem = "truncated"
+	// ProblemWrongKey: the record is keyed with another key than the one
+	// given (its key_id differs): the wrong key was given, or the chain
+	// was rewritten by someone with a key of their own.
+	ProblemWrongKey Problem = "wrong_key"
+	// ProblemUnkeyed: an unkeyed record where a keyed one is required:
+	// after a keyed record (a downgrade), or, when a key was given
+	// without AllowUnkeyed, anywhere. A chain rewritten by someone who
+	// cannot read the key ends up here.
+	ProblemUnkeyed Problem = "unkeyed"
 )
 
 // recordError is why one line is not a valid record on its own.
 type recordError struct {
 	problem Problem
 	msg     string
+	// needKey: the record is keyed and no key was given; not a verdict
+	// on the record, the verifiers turn it into ErrKeyRequired.
+	needKey bool
 }
 
 func (e *recordError) Error() string { return e.msg }
@@ -196,13 +260,17 @@ type wireRecord struct {
 	Seq      *uint64         `json:"seq"`
 	Time     *string         `json:"time"`
 	Instance *string         `json:"instance"`
+	KeyID    *string         `json:"key_id"`
 	PrevHash *string         `json:"prev_hash"`
 	Event    json.RawMessage `json:"event"`
 	Hash     *string         `json:"hash"`
 }
 
-func isHexHash(s string) bool {
-	if len(s) != 64 {
+func isHexHash(s string) bool { return isHex(s, 64) }
+
+// isHex reports whether s is n lower-case hex digits.
+func isHex(s string, n int) bool {
+	if len(s) != n {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
@@ -215,9 +283,12 @@ func isHexHash(s string) bool {
 }
 
 // parseRecord decodes one stored record text (without its newline) and
-// checks that it is in stored form and that its hash matches its content.
-// It does not check the links to other records.
-func parseRecord(line []byte) (Record, *recordError) {
+// checks that it is in stored form and that its hash matches its content:
+// its HMAC under k when it is keyed, its SHA-256 when not. A keyed record
+// with k nil is a recordError with needKey set. It does not check the
+// links to other records, nor whether an unkeyed record is acceptable
+// where it is.
+func parseRecord(line []byte, k *chainKey) (Record, *recordError) {
 	if len(line) > maxRecordBytes {
 		return Record{}, badRecord(ProblemNotRecord, "record of %d bytes exceeds %d", len(line), maxRecordBytes)
 	}
@@ -241,16 +312,37 @@ func parseRecord(line []byte) (Record, *recordError) {
 	if !isHexHash(*w.PrevHash) {
 		return Record{}, badRecord(ProblemNotCanonical, "seq %d: prev_hash is not 64 lower-case hex digits", *w.Seq)
 	}
+	h := header{seq: *w.Seq, ts: *w.Time, instance: *w.Instance, prevHash: *w.PrevHash}
+	if w.KeyID != nil {
+		// An empty key_id is not in stored form: the text check below
+		// refuses it, since encodeRecord leaves the key out.
+		h.keyID = *w.KeyID
+		if h.keyID != "" && !isHex(h.keyID, KeyIDLen) {
+			return Record{}, badRecord(ProblemNotCanonical, "seq %d: key_id is not %d lower-case hex digits", *w.Seq, KeyIDLen)
+		}
+	}
 	ev, err := action.Canonical(w.Event)
 	if err != nil {
 		return Record{}, badRecord(ProblemNotRecord, "seq %d: event: %v", *w.Seq, err)
 	}
-	if !bytes.Equal(encodeRecord(*w.Seq, *w.Time, *w.Instance, *w.PrevHash, ev, *w.Hash), line) {
+	if !bytes.Equal(encodeRecord(h, ev, *w.Hash), line) {
 		return Record{}, badRecord(ProblemNotCanonical, "seq %d: record text is not in stored form (edited)", *w.Seq)
 	}
-	want := hashOf(*w.Seq, *w.Time, *w.Instance, *w.PrevHash, ev)
-	if want != *w.Hash {
+	if h.keyID != "" {
+		switch {
+		case k == nil:
+			e := badRecord(ProblemNone, "seq %d is keyed (key_id %s) and no key was given", *w.Seq, h.keyID)
+			e.needKey = true
+			return Record{}, e
+		case h.keyID != k.id:
+			return Record{}, badRecord(ProblemWrongKey, "seq %d: keyed with key_id %s, but the key given has key_id %s (the wrong key, or the chain was rewritten with another key)", *w.Seq, h.keyID, k.id)
+		}
+	}
+	if !equalHash(hashOf(h, ev, k), *w.Hash) {
+		if h.keyID != "" {
+			return Record{}, badRecord(ProblemHash, "seq %d: hash is not the record's HMAC under the key (edited, or forged without the key)", *w.Seq)
+		}
 		return Record{}, badRecord(ProblemHash, "seq %d: hash does not match the record's content (edited)", *w.Seq)
 	}
-	return Record{Seq: *w.Seq, Time: t.UTC(), Instance: *w.Instance, PrevHash: *w.PrevHash, Event: ev, Hash: *w.Hash}, nil
+	return Record{Seq: *w.Seq, Time: t.UTC(), Instance: *w.Instance, KeyID: h.keyID, PrevHash: *w.PrevHash, Event: ev, Hash: *w.Hash}, nil
 }

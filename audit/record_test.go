@@ -11,21 +11,27 @@ import (
 )
 
 func TestHashInputIsCanonical(t *testing.T) {
-	for i, ev := range sampleEvents {
-		raw, err := action.Canonical(ev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := action.Canonical(map[string]any{
-			"seq": uint64(i + 7), "time": "2026-11-21T23:00:00.000000001Z", "instance": "h\"ost",
-			"prev_hash": ZeroHash, "event": json.RawMessage(raw),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := hashInput(uint64(i+7), "2026-11-21T23:00:00.000000001Z", "h\"ost", ZeroHash, raw)
-		if string(got) != string(want) {
-			t.Errorf("event %d: hashInput\n got %s\nwant %s", i, got, want)
+	for _, keyID := range []string{"", "0123456789abcdef"} {
+		for i, ev := range sampleEvents {
+			raw, err := action.Canonical(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fields := map[string]any{
+				"seq": uint64(i + 7), "time": "2026-11-21T23:00:00.000000001Z", "instance": "h\"ost",
+				"prev_hash": ZeroHash, "event": json.RawMessage(raw),
+			}
+			if keyID != "" {
+				fields["key_id"] = keyID
+			}
+			want, err := action.Canonical(fields)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := hashInput(header{seq: uint64(i + 7), ts: "2026-11-21T23:00:00.000000001Z", instance: "h\"ost", keyID: keyID, prevHash: ZeroHash}, raw)
+			if string(got) != string(want) {
+				t.Errorf("key_id %q, event %d: hashInput\n got %s\nwant %s", keyID, i, got, want)
+			}
 		}
 	}
 }
@@ -45,7 +51,7 @@ func TestRecordMarshalJSONIsStoredText(t *testing.T) {
 		if string(got) != string(text) {
 			t.Errorf("line %d: Marshal(Unmarshal(line))\n got %s\nwant %s", i+1, got, text)
 		}
-		h, err := rec.ComputeHash()
+		h, err := rec.ComputeHash(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,7 +62,7 @@ func TestRecordMarshalJSONIsStoredText(t *testing.T) {
 }
 
 func TestRecordFieldOrderMatchesSpec(t *testing.T) {
-	rec, line, err := seal(1, time.Date(2026, 1, 2, 3, 4, 5, 600, time.FixedZone("X", 3600)), "i", ZeroHash, map[string]any{"b": 1, "a": 2.0})
+	rec, line, err := seal(1, time.Date(2026, 1, 2, 3, 4, 5, 600, time.FixedZone("X", 3600)), "i", ZeroHash, map[string]any{"b": 1, "a": 2.0}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +86,7 @@ func TestSealRefusesUnencodableEvent(t *testing.T) {
 	maxRecordBytes = 4096
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, _, err := seal(1, time.Now(), "i", ZeroHash, tc.event); err == nil {
+			if _, _, err := seal(1, time.Now(), "i", ZeroHash, tc.event, nil); err == nil {
 				t.Fatal("seal accepted an event it cannot store")
 			}
 		})

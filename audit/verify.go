@@ -37,18 +37,36 @@ type Report struct {
 	// removal of records from the end, which no chain can show by itself.
 	LastSeq  uint64 `json:"last_seq"`
 	LastHash string `json:"last_hash"`
+	// KeyID is the key_id of the keyed records that verified (see
+	// KeyID); empty when none did.
+	KeyID string `json:"key_id,omitempty"`
+	// Unkeyed counts the records that verified without a key, by their
+	// SHA-256 alone: anyone who could write the log could have written
+	// them. They are at the start of a chain (Records - Unkeyed keyed
+	// records follow them).
+	Unkeyed int `json:"unkeyed,omitempty"`
 }
 
 // OK reports whether every record verified.
 func (r Report) OK() bool { return r.Problem == ProblemNone }
 
-// String is a one-line summary: "ok: N records, head seq S hash H" or
-// "bad: seq S (line L): reason".
+// String is a one-line summary: "ok: N records, head seq S hash H", then
+// in parentheses whether the records are keyed, or "bad: seq S (line L):
+// problem: reason".
 func (r Report) String() string {
 	if r.OK() {
 		s := fmt.Sprintf("ok: %d records, head seq %d hash %s", r.Records, r.LastSeq, r.LastHash)
 		if r.Chains > 1 {
 			s += fmt.Sprintf(" (last of %d chains)", r.Chains)
+		}
+		switch {
+		case r.Records == 0:
+		case r.Unkeyed == 0:
+			s += fmt.Sprintf(" (keyed, key_id %s)", r.KeyID)
+		case r.Unkeyed == r.Records:
+			s += " (unkeyed: SHA-256 only, so anyone who could write the log could have rewritten it)"
+		default:
+			s += fmt.Sprintf(" (keyed, key_id %s, after %d unkeyed records)", r.KeyID, r.Unkeyed)
 		}
 		return s
 	}
@@ -88,9 +106,22 @@ type chain struct {
 	line   int
 	count  int
 	anchor Anchor
+	key    *chainKey // nil: keyed records cannot be checked
+	// allowUnkeyed: unkeyed records before the first keyed one verify
+	// (always so without a key).
+	allowUnkeyed bool
+	keyed        bool // a keyed record verified
 }
 
-func newChain(anchor Anchor) *chain { return &chain{next: 1, prev: ZeroHash, anchor: anchor} }
+// newChain starts a chain check with the anchor and key of cfg.
+func newChain(cfg config) (*chain, error) {
+	key, err := chainKeyOf(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("audit verify: %w", err)
+	}
+	return &chain{next: 1, prev: ZeroHash, anchor: cfg.anchor, key: key,
+		allowUnkeyed: key == nil || cfg.allowUnkeyed}, nil
+}
 
 // fail fills rep for a bad record at the current line.
 func (c *chain) fail(rep *Report, p Problem, reason string) {
@@ -102,27 +133,42 @@ func (c *chain) fail(rep *Report, p Problem, reason string) {
 
 // add checks the next record text, and with check (when not nil) what the
 // store knows about it besides; on failure it fills rep and returns false.
-func (c *chain) add(text []byte, rep *Report, check func(Record) *recordError) bool {
+// A keyed record without a key is the one error (ErrKeyRequired): the
+// chain can be checked no further.
+func (c *chain) add(text []byte, rep *Report, check func(Record) *recordError) (bool, error) {
 	c.line++
-	rec, bad := parseRecord(text)
+	rec, bad := parseRecord(text, c.key)
+	if bad != nil && bad.needKey {
+		return false, fmt.Errorf("%w: line %d: %s", ErrKeyRequired, c.line, bad.msg)
+	}
 	if bad == nil && check != nil {
 		bad = check(rec)
 	}
 	if bad != nil {
 		c.fail(rep, bad.problem, bad.msg)
-		return false
+		return false, nil
+	}
+	if rec.KeyID == "" {
+		switch {
+		case c.keyed:
+			c.fail(rep, ProblemUnkeyed, fmt.Sprintf("seq %d is unkeyed but follows keyed records: written (or rewritten) without the key", rec.Seq))
+			return false, nil
+		case !c.allowUnkeyed:
+			c.fail(rep, ProblemUnkeyed, fmt.Sprintf("seq %d is unkeyed, but a key was given: the log was written without the key, or rewritten by someone without it (an older log written before keying verifies with --allow-unkeyed)", rec.Seq))
+			return false, nil
+		}
 	}
 	if rec.Seq != c.next {
 		c.fail(rep, ProblemSeq, fmt.Sprintf("found seq %d where seq %d was expected (record deleted, inserted or reordered)", rec.Seq, c.next))
-		return false
+		return false, nil
 	}
 	if rec.PrevHash != c.prev {
 		c.fail(rep, ProblemPrevHash, fmt.Sprintf("seq %d: prev_hash is not the hash of seq %d (one of them was replaced)", rec.Seq, rec.Seq-1))
-		return false
+		return false, nil
 	}
 	if rec.Seq == c.anchor.Seq && c.anchor.Hash != "" && rec.Hash != c.anchor.Hash {
 		c.fail(rep, ProblemAnchor, fmt.Sprintf("seq %d has hash %s, but the anchor says %s (the chain was rewritten up to here)", rec.Seq, rec.Hash, c.anchor.Hash))
-		return false
+		return false, nil
 	}
 	c.next++
 	c.prev = rec.Hash
@@ -130,7 +176,13 @@ func (c *chain) add(text []byte, rep *Report, check func(Record) *recordError) b
 	rep.Records++
 	rep.LastSeq = rec.Seq
 	rep.LastHash = rec.Hash
-	return true
+	if rec.KeyID != "" {
+		c.keyed = true
+		rep.KeyID = rec.KeyID
+	} else {
+		rep.Unkeyed++
+	}
+	return true, nil
 }
 
 // end checks, after the last record, that the chain reached the anchor.
@@ -143,12 +195,22 @@ func (c *chain) end(rep *Report) {
 
 // VerifyJSONL reads a JSONL audit log to its end and verifies every record
 // and every link of the chain. A bad chain is a Report with OK() false,
-// naming the first bad record; the error is only for a failure to read r.
-// A last line without a newline is a bad record (ProblemTorn) even when it
-// holds a valid record. WithAnchor is the one option that applies.
+// naming the first bad record. The error is for a failure to read r, a key
+// too short, and a keyed record met without a key (ErrKeyRequired; the
+// report then counts the records verified before it). A last line without
+// a newline is a bad record (ProblemTorn) even when it holds a valid
+// record. The options that apply are WithAnchor, WithKey and AllowUnkeyed.
+//
+// Without a key, unkeyed records verify and the report says they are
+// unkeyed (Report.Unkeyed). With a key, every record must be keyed with
+// it: an unkeyed record is ProblemUnkeyed, unless AllowUnkeyed is given
+// and no keyed record came before it.
 func VerifyJSONL(r io.Reader, opts ...Option) (Report, error) {
 	rep := Report{Chains: 1, LastHash: ZeroHash}
-	c := newChain(newConfig(opts).anchor)
+	c, err := newChain(newConfig(opts))
+	if err != nil {
+		return rep, err
+	}
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		text, complete, tooLong, err := readLine(br, maxRecordBytes)
@@ -169,8 +231,8 @@ func VerifyJSONL(r io.Reader, opts ...Option) (Report, error) {
 			c.fail(&rep, ProblemTorn, fmt.Sprintf("last line has no newline: a torn write of %d bytes", len(text)))
 			return rep, nil
 		}
-		if !c.add(text, &rep, nil) {
-			return rep, nil
+		if ok, err := c.add(text, &rep, nil); !ok {
+			return rep, err
 		}
 	}
 }
@@ -180,8 +242,11 @@ func VerifyJSONL(r io.Reader, opts ...Option) (Report, error) {
 // enough to learn the size of the log, and verifies that many bytes, so a
 // record being written is not mistaken for a torn one. ctx is checked before
 // the wait for the lock.
+//
+// A symbolic link at path is refused (wrapping ErrNotLogFile), as OpenJSONL
+// refuses it: the log verified is the one Harness would write.
 func VerifyJSONLFile(ctx context.Context, path string, opts ...Option) (Report, error) {
-	f, err := os.Open(path)
+	f, err := openLogFile(path, os.O_RDONLY)
 	if err != nil {
 		return Report{}, fmt.Errorf("audit verify: %w", err)
 	}

@@ -31,7 +31,7 @@ func rehash(t *testing.T, line []byte) []byte {
 	if err := json.Unmarshal(bytes.TrimSuffix(line, []byte("\n")), &r); err != nil {
 		t.Fatal(err)
 	}
-	h, err := r.ComputeHash()
+	h, err := r.ComputeHash(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func mapHash(line []byte, f func(string) string) []byte {
 
 func TestVerifyJSONL(t *testing.T) {
 	_, L := writeLog(t, 6)
-	forgedStart, _, err := sealCanonical(1, time.Now(), "x", strings.Repeat("1", 64), []byte(`{}`))
+	forgedStart, _, err := sealCanonical(1, time.Now(), "x", strings.Repeat("1", 64), []byte(`{}`), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,8 +122,24 @@ func TestVerifyJSONLReadError(t *testing.T) {
 func TestReportString(t *testing.T) {
 	_, L := writeLog(t, 3)
 	good := verifyBytes(t, join(L...))
-	if want := "ok: 3 records, head seq 3 hash " + good.LastHash; good.String() != want {
+	if want := "ok: 3 records, head seq 3 hash " + good.LastHash + " (unkeyed: SHA-256 only, so anyone who could write the log could have rewritten it)"; good.String() != want {
 		t.Errorf("good: %q, want %q", good.String(), want)
+	}
+	_, K := writeKeyedLog(t, 2)
+	keyed, err := VerifyJSONL(bytes.NewReader(join(K...)), WithKey(testKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := KeyID(testKey)
+	if want := "ok: 2 records, head seq 2 hash " + keyed.LastHash + " (keyed, key_id " + id + ")"; keyed.String() != want {
+		t.Errorf("keyed: %q, want %q", keyed.String(), want)
+	}
+	mixed := Report{Records: 5, Unkeyed: 3, KeyID: id, Chains: 1, LastSeq: 5, LastHash: ZeroHash}
+	if want := "(keyed, key_id " + id + ", after 3 unkeyed records)"; !strings.HasSuffix(mixed.String(), want) {
+		t.Errorf("mixed: %q, want suffix %q", mixed.String(), want)
+	}
+	if empty := verifyBytes(t, nil); empty.String() != "ok: 0 records, head seq 0 hash "+ZeroHash {
+		t.Errorf("empty: %q", empty.String())
 	}
 	bad := verifyBytes(t, join(L[0], L[2]))
 	if s := bad.String(); !strings.HasPrefix(s, "bad: seq 2 (line 2): seq_mismatch: ") {
