@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/harness-runtime/harness/action"
+	"github.com/harness-runtime/harness/config"
 	"github.com/harness-runtime/harness/policy"
 	"github.com/harness-runtime/harness/schema"
 )
@@ -30,9 +31,9 @@ const ToolActionPrefix = "mcp."
 // pass untouched. See the package documentation for the codes it refuses
 // with. It does not validate arguments: Client.Check does that as well.
 //
-// cfg should be resolved (policy.Config.Resolve); an unresolved server
+// cfg should be resolved (config.Config.Resolve); an unresolved server
 // whose enabled key is unset counts as enabled, as Resolve would make it.
-func AllowlistCheck(cfg policy.MCPConfig) policy.Check {
+func AllowlistCheck(cfg config.MCPConfig) policy.Check {
 	al := newAllowlist(cfg)
 	return policy.Check{Name: CheckName, Fn: func(_ context.Context, req *policy.Request) policy.Decision {
 		_, d := al.decide(req)
@@ -53,7 +54,7 @@ type serverRule struct {
 	tools   map[string]bool
 }
 
-func newAllowlist(cfg policy.MCPConfig) *allowlist {
+func newAllowlist(cfg config.MCPConfig) *allowlist {
 	al := &allowlist{servers: make(map[string]serverRule, len(cfg.Servers))}
 	for name, s := range cfg.Servers {
 		r := serverRule{enabled: s.Enabled == nil || *s.Enabled, tools: make(map[string]bool, len(s.Tools))}

@@ -7,13 +7,14 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/harness-runtime/harness/action"
+	"github.com/harness-runtime/harness/config"
 	"github.com/harness-runtime/harness/policy"
 	"github.com/harness-runtime/harness/schema"
 )
 
 func TestAllowlistCheck(t *testing.T) {
 	off := false
-	cfg := policy.MCPConfig{Servers: map[string]policy.MCPServerConfig{
+	cfg := config.MCPConfig{Servers: map[string]config.MCPServerConfig{
 		"fs":      {Command: []string{"x"}, Tools: []string{"read", "list"}},
 		"fs.deep": {Command: []string{"x"}, Tools: []string{"tool"}},
 		"off":     {Enabled: &off, Command: []string{"x"}, Tools: []string{"read"}},

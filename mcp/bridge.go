@@ -20,6 +20,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/harness-runtime/harness/action"
+	"github.com/harness-runtime/harness/config"
 	"github.com/harness-runtime/harness/policy"
 	"github.com/harness-runtime/harness/runtime"
 	"github.com/harness-runtime/harness/schema"
@@ -72,7 +73,7 @@ func WithPrincipal(p string) ServerOption { return func(s *Server) { s.principal
 // resolved and be the one h was built from). The tool list is taken from
 // h's registry now; Sync serves actions registered later (StartClient's
 // callback is the place to call it).
-func NewServer(h *runtime.Harness, cfg *policy.Config, opts ...ServerOption) (*Server, error) {
+func NewServer(h *runtime.Harness, cfg *config.Config, opts ...ServerOption) (*Server, error) {
 	if h == nil || cfg == nil {
 		return nil, fmt.Errorf("mcp.NewServer: a Harness and a Config are required")
 	}

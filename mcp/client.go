@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/harness-runtime/harness/action"
+	"github.com/harness-runtime/harness/config"
 	"github.com/harness-runtime/harness/policy"
 	"github.com/harness-runtime/harness/runtime"
 	"github.com/harness-runtime/harness/schema"
@@ -51,7 +52,7 @@ var _ runtime.Runtime = (*Client)(nil)
 // PATH, HOME, USER, LOGNAME, LANG, LC_ALL, LC_CTYPE, TZ and TMPDIR of
 // Harness's environment; its stderr is kept (the last 4 KiB) for error
 // messages. log may be nil. Close the client to stop its servers.
-func NewClient(ctx context.Context, cfg policy.MCPConfig, reg *schema.Registry, log *slog.Logger) (*Client, error) {
+func NewClient(ctx context.Context, cfg config.MCPConfig, reg *schema.Registry, log *slog.Logger) (*Client, error) {
 	c, errs := StartClient(ctx, cfg, reg, log, nil)
 	if err := <-errs; err != nil {
 		c.Close()
@@ -67,7 +68,7 @@ func NewClient(ctx context.Context, cfg policy.MCPConfig, reg *schema.Registry, 
 // registered is called with their names (it may be nil). The channel
 // receives the registration errors (nil for none) once every server has
 // been tried, and is then closed.
-func StartClient(ctx context.Context, cfg policy.MCPConfig, reg *schema.Registry, log *slog.Logger, registered func(names []string)) (*Client, <-chan error) {
+func StartClient(ctx context.Context, cfg config.MCPConfig, reg *schema.Registry, log *slog.Logger, registered func(names []string)) (*Client, <-chan error) {
 	if log == nil {
 		log = slog.Default()
 	}

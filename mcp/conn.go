@@ -20,7 +20,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/harness-runtime/harness/action"
-	"github.com/harness-runtime/harness/policy"
+	"github.com/harness-runtime/harness/config"
 	"github.com/harness-runtime/harness/schema"
 )
 
@@ -38,7 +38,7 @@ var passEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_
 // call.
 type conn struct {
 	name    string
-	cfg     policy.MCPServerConfig
+	cfg     config.MCPServerConfig
 	timeout time.Duration
 	log     *slog.Logger
 	life    context.Context // cancelled by Client.Close
@@ -64,10 +64,10 @@ type remoteTool struct {
 	risk   schema.Risk
 }
 
-func newConn(life context.Context, name string, cfg policy.MCPServerConfig, log *slog.Logger) *conn {
+func newConn(life context.Context, name string, cfg config.MCPServerConfig, log *slog.Logger) *conn {
 	ms := cfg.TimeoutMS
 	if ms <= 0 {
-		ms = policy.DefaultMCPTimeoutMS
+		ms = config.DefaultMCPTimeoutMS
 	}
 	return &conn{name: name, cfg: cfg, timeout: time.Duration(ms) * time.Millisecond, log: log.With("mcp_server", name), life: life}
 }

@@ -13,6 +13,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/harness-runtime/harness/action"
+	"github.com/harness-runtime/harness/config"
 	"github.com/harness-runtime/harness/mcp"
 	"github.com/harness-runtime/harness/policy"
 	"github.com/harness-runtime/harness/runtime"
@@ -30,7 +31,7 @@ func ExampleNewServer() {
 	defer os.RemoveAll(root)
 	_ = os.WriteFile(filepath.Join(root, "hello.txt"), []byte("hello from the workspace\n"), 0o644)
 
-	cfg, _ := policy.Parse("example.yaml", []byte(`
+	cfg, _ := config.Parse("example.yaml", []byte(`
 harness:
   auto-approved-actions: [workspace_read_file]
 `))
@@ -60,7 +61,7 @@ harness:
 // ExampleNewClient mounts the MCP client runtime: mcp_call then reaches only
 // the configured servers and their listed tools.
 func ExampleNewClient() {
-	cfg, _ := policy.Parse("example.yaml", []byte(`
+	cfg, _ := config.Parse("example.yaml", []byte(`
 harness:
   auto-approved-actions: [mcp_call]
   mcp:

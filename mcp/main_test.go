@@ -19,6 +19,7 @@ import (
 
 	"github.com/harness-runtime/harness/action"
 	"github.com/harness-runtime/harness/ahp"
+	"github.com/harness-runtime/harness/config"
 	"github.com/harness-runtime/harness/policy"
 	"github.com/harness-runtime/harness/runtime"
 	"github.com/harness-runtime/harness/trusted"
@@ -50,7 +51,7 @@ func serveBridgeForTest() int {
 			defer pprof.StopCPUProfile()
 		}
 	}
-	cfg, err := policy.LoadFile(os.Getenv("HARNESS_MCP_TEST_CONFIG"))
+	cfg, err := config.LoadFile(os.Getenv("HARNESS_MCP_TEST_CONFIG"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -209,7 +210,7 @@ func newTrustedFlow(t testing.TB, h *runtime.Harness) TrustFlow {
 
 // buildHarness builds a Harness on cfg's workspace root with the MCP client
 // mounted; sink, when set, subscribes to its events.
-func buildHarness(cfg *policy.Config, sink ahp.Sink) (*runtime.Harness, func(), error) {
+func buildHarness(cfg *config.Config, sink ahp.Sink) (*runtime.Harness, func(), error) {
 	cfg.Resolve()
 	reg := schema.Catalog()
 	var c *Client
@@ -250,9 +251,9 @@ func buildHarness(cfg *policy.Config, sink ahp.Sink) (*runtime.Harness, func(), 
 }
 
 // testConfig parses YAML and resolves it, failing the test on error.
-func testConfig(t testing.TB, yaml string) *policy.Config {
+func testConfig(t testing.TB, yaml string) *config.Config {
 	t.Helper()
-	cfg, err := policy.Parse("test.yaml", []byte(yaml))
+	cfg, err := config.Parse("test.yaml", []byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}

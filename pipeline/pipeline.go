@@ -21,6 +21,7 @@ import (
 
 	"github.com/harness-runtime/harness/action"
 	"github.com/harness-runtime/harness/audit"
+	"github.com/harness-runtime/harness/config"
 	"github.com/harness-runtime/harness/mcp"
 	"github.com/harness-runtime/harness/policy"
 	"github.com/harness-runtime/harness/runtime"
@@ -67,7 +68,7 @@ type Options struct {
 
 // Pipeline is everything one configuration builds.
 type Pipeline struct {
-	Config    *policy.Config
+	Config    *config.Config
 	Harness   *runtime.Harness
 	Workspace *workspace.Workspace
 	Sanitizer *sanitize.Sanitizer
@@ -87,9 +88,9 @@ type Pipeline struct {
 	closers []func() error
 }
 
-// Open builds the pipeline of cfg, which must be resolved (policy.Load and
-// policy.LoadFile resolve it). On error nothing stays open.
-func Open(ctx context.Context, cfg *policy.Config, opts Options) (p *Pipeline, err error) {
+// Open builds the pipeline of cfg, which must be resolved (config.Load and
+// config.LoadFile resolve it). On error nothing stays open.
+func Open(ctx context.Context, cfg *config.Config, opts Options) (p *Pipeline, err error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -240,7 +241,7 @@ func (p *Pipeline) Close() error {
 // KeyPath is where the per-installation HMAC key lives: the configured
 // harness.sanitize.key-path, else $XDG_CONFIG_HOME/harness/hmac.key
 // (~/.config/harness/hmac.key).
-func KeyPath(cfg *policy.Config) (string, error) {
+func KeyPath(cfg *config.Config) (string, error) {
 	if p := cfg.Harness.Sanitize.KeyPath; p != "" {
 		return p, nil
 	}

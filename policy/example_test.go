@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/harness-runtime/harness/action"
+	"github.com/harness-runtime/harness/config"
 	"github.com/harness-runtime/harness/policy"
 	"github.com/harness-runtime/harness/schema"
 )
@@ -13,7 +14,7 @@ import (
 // names its step and code. Programs add their own steps when the guard is
 // built; it cannot change after.
 func ExampleGuard() {
-	cfg, err := policy.Parse("example.yaml", []byte(`
+	cfg, err := config.Parse("example.yaml", []byte(`
 harness:
   disabled-actions: [workspace_run_shell]
   auto-approved-actions: [workspace_list_files]
@@ -25,7 +26,7 @@ harness:
 	noFridays := policy.Step{Name: "no_fridays", Fn: func(context.Context, *policy.Request) policy.Decision {
 		return policy.Decision{}
 	}}
-	g := policy.NewGuard(schema.Catalog(), cfg, policy.Steps{Validating: []policy.Step{noFridays}})
+	g := policy.NewGuard(schema.Catalog(), cfg.GuardOptions(), policy.Steps{Validating: []policy.Step{noFridays}})
 	fmt.Println(g.Checks())
 
 	for _, a := range []action.Action{
@@ -45,7 +46,7 @@ harness:
 
 // A bad configuration is refused with every problem listed.
 func ExampleParse() {
-	_, err := policy.Parse("bad.yaml", []byte("harness:\n  profile: staging\n  workspace:\n    max-file-bytes: -5\n"))
+	_, err := config.Parse("bad.yaml", []byte("harness:\n  profile: staging\n  workspace:\n    max-file-bytes: -5\n"))
 	fmt.Println(err)
 	// Output:
 	// config bad.yaml: 2 problem(s):

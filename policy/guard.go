@@ -162,18 +162,26 @@ type rules struct {
 	trustedRuntime bool
 }
 
-// NewGuard builds the guard of SPEC section 3 over registry with the rules
-// of cfg (which must be resolved) and the extra steps a program adds.
-func NewGuard(registry *schema.Registry, cfg *Config, extra ...Steps) *Guard {
-	h := cfg.Harness
+// Options are the guard's built-in judgements (harness.disabled-actions,
+// auto-approved-actions, tenant-allowed-actions, trusted-runtime-enabled).
+type Options struct {
+	DisabledActions      []string
+	AutoApprovedActions  []string
+	TenantAllowedActions map[string][]string
+	TrustedRuntime       bool
+}
+
+// NewGuard builds the guard of SPEC section 3 over registry with opts and
+// the extra steps a program adds.
+func NewGuard(registry *schema.Registry, opts Options, extra ...Steps) *Guard {
 	g := &Guard{rules: rules{
 		registry:       registry,
-		disabled:       set(h.DisabledActions),
-		autoApproved:   set(h.AutoApprovedActions),
+		disabled:       set(opts.DisabledActions),
+		autoApproved:   set(opts.AutoApprovedActions),
 		tenantAllowed:  map[string]map[string]bool{},
-		trustedRuntime: Bool(h.TrustedRuntimeEnabled),
+		trustedRuntime: opts.TrustedRuntime,
 	}, maxDefers: 3, maxDeferDelay: 10 * time.Second}
-	for tenant, actions := range h.TenantAllowedActions {
+	for tenant, actions := range opts.TenantAllowedActions {
 		g.rules.tenantAllowed[tenant] = set(actions)
 	}
 	var add Steps

@@ -1,8 +1,10 @@
-package policy
+package policy_test
 
 import (
 	"context"
 	"encoding/json"
+	"github.com/harness-runtime/harness/config"
+	"github.com/harness-runtime/harness/policy"
 	"strings"
 	"testing"
 	"time"
@@ -22,13 +24,13 @@ func testRegistry(t *testing.T) *schema.Registry {
 	return r
 }
 
-func guardFor(t *testing.T, yaml string, extra ...Steps) *Guard {
+func guardFor(t *testing.T, yaml string, extra ...policy.Steps) *policy.Guard {
 	t.Helper()
-	c, err := Parse("test.yaml", []byte(yaml))
+	c, err := config.Parse("test.yaml", []byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewGuard(testRegistry(t), c, extra...)
+	return policy.NewGuard(testRegistry(t), c.GuardOptions(), extra...)
 }
 
 func TestGuardOrderIsTheSpecOrder(t *testing.T) {
@@ -77,7 +79,7 @@ func TestGuardDecisions(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := guardFor(t, tc.cfg)
-			req := &Request{Action: tc.a}
+			req := &policy.Request{Action: tc.a}
 			d := g.Decide(context.Background(), req)
 			if d.Code != tc.code || d.Check != tc.check {
 				t.Fatalf("decision %+v, want code %q by %q", d, tc.code, tc.check)
@@ -94,17 +96,17 @@ func TestGuardDecisions(t *testing.T) {
 
 func TestGuardExtraValidatingStepRunsAfterTheBuiltInJudgements(t *testing.T) {
 	var saw *schema.ActionSchema
-	g := guardFor(t, "harness: {}\n", Steps{Validating: []Step{{Name: "budget", Fn: func(_ context.Context, req *Request) Decision {
+	g := guardFor(t, "harness: {}\n", policy.Steps{Validating: []policy.Step{{Name: "budget", Fn: func(_ context.Context, req *policy.Request) policy.Decision {
 		saw = req.Schema
-		return DenyWith(action.CodeBudgetExhausted, "no budget left")
+		return policy.DenyWith(action.CodeBudgetExhausted, "no budget left")
 	}}}})
-	d := g.Decide(context.Background(), &Request{Action: action.Action{Name: "echo"}})
-	if d.Code != action.CodeBudgetExhausted || d.Check != "budget" || d.Outcome != Deny || saw == nil || saw.Name != "echo" {
+	d := g.Decide(context.Background(), &policy.Request{Action: action.Action{Name: "echo"}})
+	if d.Code != action.CodeBudgetExhausted || d.Check != "budget" || d.Outcome != policy.Deny || saw == nil || saw.Name != "echo" {
 		t.Fatalf("added step: %+v, schema %v", d, saw)
 	}
 	// An earlier refusal stops the chain before the added step.
 	saw = nil
-	d = g.Decide(context.Background(), &Request{Action: action.Action{Name: "nope"}})
+	d = g.Decide(context.Background(), &policy.Request{Action: action.Action{Name: "nope"}})
 	if d.Code != action.CodeUnknownAction || saw != nil {
 		t.Fatalf("chain did not stop: %+v", d)
 	}
@@ -115,9 +117,9 @@ func TestGuardExtraValidatingStepRunsAfterTheBuiltInJudgements(t *testing.T) {
 }
 
 func TestGuardOrderMutatingBeforeInputValid(t *testing.T) {
-	g := guardFor(t, "harness: {}\n", Steps{
-		Mutating:   []Step{{Name: "m", Fn: func(context.Context, *Request) Decision { return Decision{} }}},
-		Validating: []Step{{Name: "v", Fn: func(context.Context, *Request) Decision { return Decision{} }}},
+	g := guardFor(t, "harness: {}\n", policy.Steps{
+		Mutating:   []policy.Step{{Name: "m", Fn: func(context.Context, *policy.Request) policy.Decision { return policy.Decision{} }}},
+		Validating: []policy.Step{{Name: "v", Fn: func(context.Context, *policy.Request) policy.Decision { return policy.Decision{} }}},
 	})
 	want := []string{"registered", "enabled", "tenant_allowed", "m", "input_valid", "trusted_runtime_enabled", "v", "trust_present"}
 	if got := g.Checks(); strings.Join(got, " ") != strings.Join(want, " ") {
@@ -126,18 +128,20 @@ func TestGuardOrderMutatingBeforeInputValid(t *testing.T) {
 }
 
 func TestGuardOutcomes(t *testing.T) {
-	echo := func(in map[string]any) *Request { return &Request{Action: action.Action{Name: "echo", Input: in}} }
-	step := func(d Decision) Steps {
-		return Steps{Validating: []Step{{Name: "s", Fn: func(context.Context, *Request) Decision { return d }}}}
+	echo := func(in map[string]any) *policy.Request {
+		return &policy.Request{Action: action.Action{Name: "echo", Input: in}}
+	}
+	step := func(d policy.Decision) policy.Steps {
+		return policy.Steps{Validating: []policy.Step{{Name: "s", Fn: func(context.Context, *policy.Request) policy.Decision { return d }}}}
 	}
 	t.Run("allow", func(t *testing.T) {
-		d := guardFor(t, "harness: {}\n", step(Decision{Outcome: Allow})).Decide(context.Background(), echo(nil))
+		d := guardFor(t, "harness: {}\n", step(policy.Decision{Outcome: policy.Allow})).Decide(context.Background(), echo(nil))
 		if !d.Allowed() || !d.Plain() || d.Info().Outcome != "allow" {
 			t.Fatalf("%+v", d)
 		}
 	})
 	t.Run("deny", func(t *testing.T) {
-		d := guardFor(t, "harness: {}\n", step(Decision{Outcome: Deny, Code: action.CodeRuleDenied, Rule: "r1", Message: "no"})).
+		d := guardFor(t, "harness: {}\n", step(policy.Decision{Outcome: policy.Deny, Code: action.CodeRuleDenied, Rule: "r1", Message: "no"})).
 			Decide(context.Background(), echo(nil))
 		if d.Allowed() || d.Code != action.CodeRuleDenied || d.Check != "s" || d.Rule != "r1" {
 			t.Fatalf("%+v", d)
@@ -147,25 +151,25 @@ func TestGuardOutcomes(t *testing.T) {
 		}
 	})
 	t.Run("a refusal without an outcome is a deny", func(t *testing.T) {
-		d := guardFor(t, "harness: {}\n", step(Decision{Code: action.CodeBudgetExhausted})).Decide(context.Background(), echo(nil))
-		if d.Allowed() || d.Outcome != Deny {
+		d := guardFor(t, "harness: {}\n", step(policy.Decision{Code: action.CodeBudgetExhausted})).Decide(context.Background(), echo(nil))
+		if d.Allowed() || d.Outcome != policy.Deny {
 			t.Fatalf("%+v", d)
 		}
 	})
 	t.Run("ask", func(t *testing.T) {
-		d := guardFor(t, "harness: {}\n", step(AskWith("a person decides"))).Decide(context.Background(), echo(nil))
-		if d.Allowed() || d.Outcome != Ask || d.Code != action.CodeApprovalRequired || d.Info().Outcome != "ask" {
+		d := guardFor(t, "harness: {}\n", step(policy.AskWith("a person decides"))).Decide(context.Background(), echo(nil))
+		if d.Allowed() || d.Outcome != policy.Ask || d.Code != action.CodeApprovalRequired || d.Info().Outcome != "ask" {
 			t.Fatalf("%+v", d)
 		}
 	})
 	t.Run("modify then validated again", func(t *testing.T) {
-		g := guardFor(t, "harness: {}\n", step(Decision{Outcome: Modify, Input: map[string]any{"text": "new"}}))
+		g := guardFor(t, "harness: {}\n", step(policy.Decision{Outcome: policy.Modify, Input: map[string]any{"text": "new"}}))
 		req := echo(map[string]any{"text": "old"})
 		d := g.Decide(context.Background(), req)
-		if !d.Allowed() || d.Plain() || d.Outcome != Modify || req.Action.Input["text"] != "new" || len(req.Modified) != 1 {
+		if !d.Allowed() || d.Plain() || d.Outcome != policy.Modify || req.Action.Input["text"] != "new" || len(req.Modified) != 1 {
 			t.Fatalf("%+v %+v", d, req)
 		}
-		bad := guardFor(t, "harness: {}\n", step(Decision{Outcome: Modify, Input: map[string]any{"text": 5}}))
+		bad := guardFor(t, "harness: {}\n", step(policy.Decision{Outcome: policy.Modify, Input: map[string]any{"text": 5}}))
 		d = bad.Decide(context.Background(), echo(map[string]any{"text": "old"}))
 		if d.Allowed() || d.Code != action.CodeInvalidInput || d.Check != "s" {
 			t.Fatalf("an invalid modification must be refused: %+v", d)
@@ -173,12 +177,12 @@ func TestGuardOutcomes(t *testing.T) {
 	})
 	t.Run("defer then allow", func(t *testing.T) {
 		n := 0
-		g := guardFor(t, "harness: {}\n", Steps{Validating: []Step{{Name: "s", Fn: func(context.Context, *Request) Decision {
+		g := guardFor(t, "harness: {}\n", policy.Steps{Validating: []policy.Step{{Name: "s", Fn: func(context.Context, *policy.Request) policy.Decision {
 			n++
 			if n < 3 {
-				return Decision{Outcome: Defer, RetryAfter: time.Millisecond}
+				return policy.Decision{Outcome: policy.Defer, RetryAfter: time.Millisecond}
 			}
-			return Decision{}
+			return policy.Decision{}
 		}}}})
 		if d := g.Decide(context.Background(), echo(nil)); !d.Allowed() || n != 3 {
 			t.Fatalf("%+v after %d asks", d, n)
@@ -186,9 +190,9 @@ func TestGuardOutcomes(t *testing.T) {
 	})
 	t.Run("defer forever is a denial, bounded", func(t *testing.T) {
 		n := 0
-		g := guardFor(t, "harness: {}\n", Steps{MaxDefers: 2, Validating: []Step{{Name: "s", Fn: func(context.Context, *Request) Decision {
+		g := guardFor(t, "harness: {}\n", policy.Steps{MaxDefers: 2, Validating: []policy.Step{{Name: "s", Fn: func(context.Context, *policy.Request) policy.Decision {
 			n++
-			return Decision{Outcome: Defer, RetryAfter: time.Millisecond}
+			return policy.Decision{Outcome: policy.Defer, RetryAfter: time.Millisecond}
 		}}}})
 		d := g.Decide(context.Background(), echo(nil))
 		if d.Allowed() || d.Code != action.CodeHarnessBlocked || n != 3 {
@@ -198,7 +202,7 @@ func TestGuardOutcomes(t *testing.T) {
 	t.Run("defer honours the context", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		g := guardFor(t, "harness: {}\n", step(Decision{Outcome: Defer, RetryAfter: time.Hour}))
+		g := guardFor(t, "harness: {}\n", step(policy.Decision{Outcome: policy.Defer, RetryAfter: time.Hour}))
 		if d := g.Decide(ctx, echo(nil)); d.Code != action.CodeCanceled {
 			t.Fatalf("%+v", d)
 		}

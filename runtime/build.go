@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/harness-runtime/harness/action"
+	"github.com/harness-runtime/harness/config"
 	"github.com/harness-runtime/harness/policy"
 	"github.com/harness-runtime/harness/schema"
 	"github.com/harness-runtime/harness/workspace"
@@ -64,7 +65,7 @@ type BuildOptions struct {
 // registry, the guard, the builtin runtime, and the workspace runtime on
 // cfg's root. MCP servers are mounted by the caller (package mcp).
 // Close the returned workspace when done.
-func Build(cfg *policy.Config, opts BuildOptions) (*Harness, *workspace.Workspace, error) {
+func Build(cfg *config.Config, opts BuildOptions) (*Harness, *workspace.Workspace, error) {
 	if opts.Sanitizer == nil {
 		return nil, nil, errors.New("runtime.Build: a Sanitizer is required")
 	}
@@ -73,7 +74,7 @@ func Build(cfg *policy.Config, opts BuildOptions) (*Harness, *workspace.Workspac
 		reg = schema.Catalog()
 	}
 	h, err := New(Options{
-		Registry: reg, Guard: policy.NewGuard(reg, cfg, opts.Steps), Sanitizer: opts.Sanitizer,
+		Registry: reg, Guard: policy.NewGuard(reg, cfg.GuardOptions(), opts.Steps), Sanitizer: opts.Sanitizer,
 		Recorder: opts.Recorder, Logger: opts.Logger, Approvals: opts.Approvals,
 	})
 	if err != nil {
@@ -88,11 +89,11 @@ func Build(cfg *policy.Config, opts BuildOptions) (*Harness, *workspace.Workspac
 }
 
 // WorkspaceOptions translates harness.workspace into workspace.Options.
-func WorkspaceOptions(cfg *policy.Config, helperPath string) workspace.Options {
+func WorkspaceOptions(cfg *config.Config, helperPath string) workspace.Options {
 	w := cfg.Harness.Workspace
 	return workspace.Options{
-		WriteEnabled:          policy.Bool(w.WriteEnabled),
-		ShellEnabled:          policy.Bool(w.ShellEnabled),
+		WriteEnabled:          config.Bool(w.WriteEnabled),
+		ShellEnabled:          config.Bool(w.ShellEnabled),
 		CommandTimeout:        time.Duration(w.CommandTimeoutSeconds) * time.Second,
 		MaxCommandOutputBytes: w.MaxCommandOutputBytes,
 		MaxFileBytes:          w.MaxFileBytes,

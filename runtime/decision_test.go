@@ -8,6 +8,7 @@ import (
 
 	"github.com/harness-runtime/harness/action"
 	"github.com/harness-runtime/harness/ahp"
+	"github.com/harness-runtime/harness/config"
 	"github.com/harness-runtime/harness/policy"
 	"github.com/harness-runtime/harness/sanitize"
 	"github.com/harness-runtime/harness/schema"
@@ -18,7 +19,7 @@ import (
 // "echo" builtin that counts its runs.
 func harnessWith(t *testing.T, d func(*policy.Request) policy.Decision) (*Harness, *fakeApprovals, *collector, *int) {
 	t.Helper()
-	cfg, err := policy.Parse("test.yaml", []byte("harness: {}\n"))
+	cfg, err := config.Parse("test.yaml", []byte("harness: {}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +30,7 @@ func harnessWith(t *testing.T, d func(*policy.Request) policy.Decision) (*Harnes
 	reg := schema.Catalog()
 	step := policy.Step{Name: "test_step", Fn: func(_ context.Context, r *policy.Request) policy.Decision { return d(r) }}
 	ap := &fakeApprovals{}
-	h, err := New(Options{Registry: reg, Guard: policy.NewGuard(reg, cfg, policy.Steps{Validating: []policy.Step{step}}),
+	h, err := New(Options{Registry: reg, Guard: policy.NewGuard(reg, cfg.GuardOptions(), policy.Steps{Validating: []policy.Step{step}}),
 		Sanitizer: s, Approvals: ap})
 	if err != nil {
 		t.Fatal(err)

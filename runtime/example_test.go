@@ -6,6 +6,7 @@ import (
 
 	"github.com/harness-runtime/harness/action"
 	"github.com/harness-runtime/harness/ahp"
+	"github.com/harness-runtime/harness/config"
 	"github.com/harness-runtime/harness/policy"
 	"github.com/harness-runtime/harness/runtime"
 	"github.com/harness-runtime/harness/sanitize"
@@ -20,10 +21,10 @@ type addInput struct {
 // A program registers a typed Go function as an action and runs actions
 // through the guard; every outcome, refusals included, is an Observation.
 func Example() {
-	cfg := policy.Default()
+	cfg := config.Default()
 	reg := schema.Catalog()
 	san, _ := sanitize.New(sanitize.Options{Key: []byte("an installation's 32-byte secret")})
-	h, _ := runtime.New(runtime.Options{Registry: reg, Guard: policy.NewGuard(reg, cfg), Sanitizer: san})
+	h, _ := runtime.New(runtime.Options{Registry: reg, Guard: policy.NewGuard(reg, cfg.GuardOptions()), Sanitizer: san})
 	h.Subscribe(ahp.SinkFunc(func(_ context.Context, ev ahp.Event) error {
 		fmt.Println("event:", ev.EventType, ev.Payload.Action)
 		return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/harness-runtime/harness/action"
 	"github.com/harness-runtime/harness/ahp"
+	"github.com/harness-runtime/harness/config"
 	"github.com/harness-runtime/harness/policy"
 	"github.com/harness-runtime/harness/sanitize"
 	"github.com/harness-runtime/harness/schema"
@@ -43,7 +44,7 @@ func (c *collector) byType(t ahp.EventType) []ahp.Event {
 
 func newTestHarness(t testing.TB, yaml string) *Harness {
 	t.Helper()
-	cfg, err := policy.Parse("test.yaml", []byte(yaml))
+	cfg, err := config.Parse("test.yaml", []byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func newTestHarness(t testing.TB, yaml string) *Harness {
 		t.Fatal(err)
 	}
 	reg := schema.Catalog()
-	h, err := New(Options{Registry: reg, Guard: policy.NewGuard(reg, cfg), Sanitizer: s})
+	h, err := New(Options{Registry: reg, Guard: policy.NewGuard(reg, cfg.GuardOptions()), Sanitizer: s})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,11 +233,11 @@ func (f *failingRecorder) Record(context.Context, ahp.Event, bool) error {
 }
 
 func TestTrustedActionFailsClosedWithoutAudit(t *testing.T) {
-	cfg := policy.Default()
+	cfg := config.Default()
 	s, _ := sanitize.New(sanitize.Options{Key: []byte("0123456789abcdef")})
 	reg := schema.Catalog()
 	rec := &failingRecorder{}
-	h, err := New(Options{Registry: reg, Guard: policy.NewGuard(reg, cfg), Sanitizer: s, Recorder: rec})
+	h, err := New(Options{Registry: reg, Guard: policy.NewGuard(reg, cfg.GuardOptions()), Sanitizer: s, Recorder: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,11 +336,11 @@ func TestAuditDurability(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := policy.Default()
+			cfg := config.Default()
 			s, _ := sanitize.New(sanitize.Options{Key: []byte("0123456789abcdef")})
 			reg := schema.Catalog()
 			rec := &flagRecorder{flags: map[string]bool{}}
-			h, err := New(Options{Registry: reg, Guard: policy.NewGuard(reg, cfg), Sanitizer: s, Recorder: rec})
+			h, err := New(Options{Registry: reg, Guard: policy.NewGuard(reg, cfg.GuardOptions()), Sanitizer: s, Recorder: rec})
 			if err != nil {
 				t.Fatal(err)
 			}

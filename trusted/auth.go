@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/harness-runtime/harness/policy"
+	"github.com/harness-runtime/harness/config"
 )
 
 // Permission is what an API key allows (SPEC section 3, auth.keys).
@@ -41,7 +41,7 @@ type Keys struct {
 }
 
 // NewKeys converts the configured keys. Every problem is reported.
-func NewKeys(cfg []policy.AuthKey) (*Keys, error) {
+func NewKeys(cfg []config.AuthKey) (*Keys, error) {
 	ks := &Keys{}
 	var problems []string
 	for i, c := range cfg {

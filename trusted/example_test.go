@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/harness-runtime/harness/action"
-	"github.com/harness-runtime/harness/policy"
+	"github.com/harness-runtime/harness/config"
 	"github.com/harness-runtime/harness/runtime"
 	"github.com/harness-runtime/harness/sanitize"
 	"github.com/harness-runtime/harness/trusted"
@@ -22,7 +22,7 @@ func Example() {
 	defer os.RemoveAll(root)
 	os.WriteFile(filepath.Join(root, "greeting.txt"), []byte("hello\n"), 0o644)
 
-	cfg := policy.Default()
+	cfg := config.Default()
 	cfg.Harness.Workspace.Root = root
 	san, _ := sanitize.New(sanitize.Options{Key: bytes.Repeat([]byte{1}, 32)})
 	h, ws, err := runtime.Build(cfg, runtime.BuildOptions{Sanitizer: san})

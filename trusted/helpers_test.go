@@ -20,8 +20,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/harness-runtime/harness/audit"
+	"github.com/harness-runtime/harness/config"
 	"github.com/harness-runtime/harness/internal/testkit"
-	"github.com/harness-runtime/harness/policy"
 	"github.com/harness-runtime/harness/runtime"
 	"github.com/harness-runtime/harness/sanitize"
 )
@@ -74,7 +74,7 @@ type fixture struct {
 
 type fixtureOpts struct {
 	store   TokenStore
-	cfg     func(*policy.Config)
+	cfg     func(*config.Config)
 	maxBody int64
 	ready   []ReadyCheck
 	// maxInFlight bounds action requests; the builtin "block" waits on
@@ -95,10 +95,10 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	require.NoError(t, os.MkdirAll(root, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "f.txt"), []byte("one\ntwo\n"), 0o644))
 
-	cfg := policy.Default()
+	cfg := config.Default()
 	cfg.Harness.Workspace.Root = root
 	cfg.Harness.Workspace.Sandbox = "off"
-	cfg.Harness.Auth.Keys = []policy.AuthKey{
+	cfg.Harness.Auth.Keys = []config.AuthKey{
 		{Principal: "alice", SHA256: sha(keyAlice), Permissions: []string{"agent:execute", "agent:trusted"}},
 		{Principal: "bob", SHA256: sha(keyBob), Permissions: []string{"agent:execute"}},
 		{Principal: "carol", SHA256: sha(keyCarol), Permissions: []string{"agent:execute", "agent:trusted"}},

@@ -21,7 +21,7 @@ import (
 
 	"github.com/harness-runtime/harness/action"
 	"github.com/harness-runtime/harness/audit"
-	"github.com/harness-runtime/harness/policy"
+	"github.com/harness-runtime/harness/config"
 )
 
 func TestPreviewThenExecuteRunsThePatchOnce(t *testing.T) {
@@ -94,7 +94,7 @@ func TestUnknownUsedExpiredForeignTokensLookTheSame(t *testing.T) {
 }
 
 func TestExpiredTokenNeverRuns(t *testing.T) {
-	f := newFixture(t, fixtureOpts{cfg: func(c *policy.Config) { c.Harness.Trusted.TokenTTLSeconds = 60 }})
+	f := newFixture(t, fixtureOpts{cfg: func(c *config.Config) { c.Harness.Trusted.TokenTTLSeconds = 60 }})
 	tok := f.preview(t, keyAlice, patchAction("f.txt", "expired\n"))
 	f.Clock.Advance(61 * time.Second)
 	st, o := call(t, "POST", f.URL+"/v1/actions/execute/"+tok, keyAlice, nil)
@@ -295,21 +295,21 @@ func TestBadInputKeepsServing(t *testing.T) {
 func TestPreviewRefusalStatuses(t *testing.T) {
 	cases := []struct {
 		name   string
-		cfg    func(*policy.Config)
+		cfg    func(*config.Config)
 		action any
 		status int
 		code   string
 	}{
-		{"trusted runtime disabled", func(c *policy.Config) { f := false; c.Harness.TrustedRuntimeEnabled = &f }, patchAction("f.txt", "x\n"), 403, "trusted_runtime_disabled"},
-		{"action disabled", func(c *policy.Config) { c.Harness.DisabledActions = []string{"workspace_apply_patch"} }, patchAction("f.txt", "x\n"), 403, "action_disabled"},
-		{"writes disabled", func(c *policy.Config) { f := false; c.Harness.Workspace.WriteEnabled = &f }, patchAction("f.txt", "x\n"), 403, "write_disabled"},
-		{"shell disabled", func(c *policy.Config) { f := false; c.Harness.Workspace.ShellEnabled = &f },
+		{"trusted runtime disabled", func(c *config.Config) { f := false; c.Harness.TrustedRuntimeEnabled = &f }, patchAction("f.txt", "x\n"), 403, "trusted_runtime_disabled"},
+		{"action disabled", func(c *config.Config) { c.Harness.DisabledActions = []string{"workspace_apply_patch"} }, patchAction("f.txt", "x\n"), 403, "action_disabled"},
+		{"writes disabled", func(c *config.Config) { f := false; c.Harness.Workspace.WriteEnabled = &f }, patchAction("f.txt", "x\n"), 403, "write_disabled"},
+		{"shell disabled", func(c *config.Config) { f := false; c.Harness.Workspace.ShellEnabled = &f },
 			map[string]any{"name": "workspace_run_shell", "input": map[string]any{"command": "pwd"}}, 403, "shell_disabled"},
 		{"command not allowed", nil, map[string]any{"name": "workspace_run_shell", "input": map[string]any{"command": "rm -rf /"}}, 403, "command_not_allowed"},
 		{"shell metacharacter", nil, map[string]any{"name": "workspace_run_shell", "input": map[string]any{"command": "ls; rm x"}}, 403, "argument_not_allowed"},
 		{"patch does not apply", nil, map[string]any{"name": "workspace_apply_patch", "input": map[string]any{
 			"path": "f.txt", "patch": "--- a/f.txt\n+++ b/f.txt\n@@ -1,2 +1,2 @@\n zero\n-nine\n+2\n"}}, 400, "patch_failed"},
-		{"tenant not allowed", func(c *policy.Config) { c.Harness.TenantAllowedActions = map[string][]string{"t1": {"echo"}} },
+		{"tenant not allowed", func(c *config.Config) { c.Harness.TenantAllowedActions = map[string][]string{"t1": {"echo"}} },
 			map[string]any{"name": "workspace_apply_patch", "tenant": "t1", "input": map[string]any{"path": "f.txt", "content": "x"}}, 403, "tenant_not_allowed"},
 	}
 	for _, c := range cases {

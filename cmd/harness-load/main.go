@@ -41,8 +41,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/harness-runtime/harness/config"
 	"github.com/harness-runtime/harness/internal/tune"
-	"github.com/harness-runtime/harness/policy"
 	"github.com/harness-runtime/harness/trusted"
 )
 
@@ -344,11 +344,11 @@ func startInProcess(ctx context.Context, store, auditMode string) (base, key str
 	key = "load_" + hex.EncodeToString(kb[:])
 	sum := sha256.Sum256([]byte(key))
 
-	cfg := &policy.Config{}
+	cfg := &config.Config{}
 	cfg.Harness.Workspace.Root = root
 	cfg.Harness.Trusted.Store = store
 	cfg.Harness.Audit.Path = filepath.Join(dir, "audit.jsonl")
-	cfg.Harness.Auth.Keys = []policy.AuthKey{{Principal: "load", SHA256: hex.EncodeToString(sum[:]), Permissions: []string{"agent:execute", "agent:trusted"}}}
+	cfg.Harness.Auth.Keys = []config.AuthKey{{Principal: "load", SHA256: hex.EncodeToString(sum[:]), Permissions: []string{"agent:execute", "agent:trusted"}}}
 	if err := cfg.Validate("harness-load"); err != nil {
 		return fail(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"text/tabwriter"
 
-	"github.com/harness-runtime/harness/policy"
+	"github.com/harness-runtime/harness/config"
 	"github.com/harness-runtime/harness/schema"
 )
 
@@ -18,7 +18,7 @@ func init() {
 
 func schemaCmd(ctx context.Context, args []string, s stdio) int {
 	fs := newFlags("schema", "harness schema list [--json] | harness schema show ACTION [--config F]", s.err)
-	config := fs.String("config", "", "configuration file (YAML)")
+	configPath := fs.String("config", "", "configuration file (YAML)")
 	asJSON := fs.Bool("json", false, "list as JSON")
 	pos, err := parseInterspersed(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -29,7 +29,7 @@ func schemaCmd(ctx context.Context, args []string, s stdio) int {
 		fs.Usage()
 		return exitUsage
 	}
-	cfg, err := loadConfig(*config, "")
+	cfg, err := loadConfig(*configPath, "")
 	if err != nil {
 		fmt.Fprintf(s.err, "harness schema: %v\n", err)
 		return exitUsage
@@ -72,7 +72,7 @@ func schemaCmd(ctx context.Context, args []string, s stdio) int {
 // registryFor returns the registry a configuration yields: the catalog,
 // plus the tools that configured MCP servers add (which needs them
 // started). Without MCP servers nothing is opened or started.
-func registryFor(ctx context.Context, cfg *policy.Config, s stdio) (*schema.Registry, func(), error) {
+func registryFor(ctx context.Context, cfg *config.Config, s stdio) (*schema.Registry, func(), error) {
 	if len(cfg.Harness.MCP.Servers) == 0 {
 		return schema.Catalog(), func() {}, nil
 	}

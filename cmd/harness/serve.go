@@ -20,8 +20,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harness-runtime/harness/audit"
+	"github.com/harness-runtime/harness/config"
 	"github.com/harness-runtime/harness/internal/tune"
-	"github.com/harness-runtime/harness/policy"
 	"github.com/harness-runtime/harness/trusted"
 )
 
@@ -37,8 +37,8 @@ func serveCmd(ctx context.Context, args []string, s stdio) int {
 	tune.GC()
 	tune.Procs()
 	fs := newFlags("serve", "harness serve [--config F] [--addr HOST:PORT] [--root DIR] [--store memory|redis://…] [--demo]", s.err)
-	config := fs.String("config", "", "configuration file (YAML)")
-	addr := fs.String("addr", "", "listen address (overrides harness.http.addr; default "+policy.DefaultAddr+")")
+	configPath := fs.String("config", "", "configuration file (YAML)")
+	addr := fs.String("addr", "", "listen address (overrides harness.http.addr; default "+config.DefaultAddr+")")
 	root := fs.String("root", "", "workspace root (overrides harness.workspace.root)")
 	store := fs.String("store", "", "token store: memory or redis://host:port/db (overrides harness.trusted.store)")
 	maxBody := fs.Int64("max-body-bytes", 0, "request body cap in bytes (overrides harness.http.max-body-bytes)")
@@ -55,7 +55,7 @@ func serveCmd(ctx context.Context, args []string, s stdio) int {
 		fs.Usage()
 		return exitUsage
 	}
-	cfg, err := loadConfig(*config, *root)
+	cfg, err := loadConfig(*configPath, *root)
 	if err != nil {
 		fmt.Fprintf(s.err, "harness serve: %v\n", err)
 		return exitUsage
@@ -76,7 +76,7 @@ func serveCmd(ctx context.Context, args []string, s stdio) int {
 			return exitUsage
 		}
 	}
-	if err := cfg.Validate(*config); err != nil {
+	if err := cfg.Validate(*configPath); err != nil {
 		fmt.Fprintf(s.err, "harness serve: %v\n", err)
 		return exitUsage
 	}
@@ -209,7 +209,7 @@ func auditName(p string) string {
 
 // demoSetup points the configuration at a demo workspace and audit log and
 // adds one random API key with every permission, which it returns.
-func demoSetup(cfg *policy.Config, root string) (string, error) {
+func demoSetup(cfg *config.Config, root string) (string, error) {
 	if root == "" {
 		dir, err := os.MkdirTemp("", "harness-demo-")
 		if err != nil {
@@ -234,7 +234,7 @@ func demoSetup(cfg *policy.Config, root string) (string, error) {
 	}
 	key := "demo_" + base64.RawURLEncoding.EncodeToString(b[:])
 	sum := sha256.Sum256([]byte(key))
-	cfg.Harness.Auth.Keys = append(cfg.Harness.Auth.Keys, policy.AuthKey{
+	cfg.Harness.Auth.Keys = append(cfg.Harness.Auth.Keys, config.AuthKey{
 		Principal: "demo", SHA256: hex.EncodeToString(sum[:]),
 		Permissions: []string{"agent:execute", "agent:trusted", "admin"},
 	})

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/harness-runtime/harness/audit"
+	"github.com/harness-runtime/harness/config"
 	"github.com/harness-runtime/harness/pipeline"
-	"github.com/harness-runtime/harness/policy"
 	"github.com/harness-runtime/harness/runtime"
 	"github.com/harness-runtime/harness/sanitize"
 	"github.com/harness-runtime/harness/workspace"
@@ -18,7 +18,7 @@ import (
 // env is everything a command that runs actions needs, built from one
 // configuration.
 type env struct {
-	Cfg       *policy.Config
+	Cfg       *config.Config
 	P         *pipeline.Pipeline
 	H         *runtime.Harness
 	WS        *workspace.Workspace
@@ -38,8 +38,8 @@ func (e *env) Close() error {
 }
 
 // loadConfig reads --config (or defaults) and applies --root.
-func loadConfig(path, root string) (*policy.Config, error) {
-	cfg, err := policy.LoadFile(path)
+func loadConfig(path, root string) (*config.Config, error) {
+	cfg, err := config.LoadFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +58,7 @@ type setupOptions struct {
 
 // setup builds the whole pipeline of a resolved configuration (package
 // pipeline, the one assembly every entry point uses).
-func setup(ctx context.Context, cfg *policy.Config, s stdio, so ...setupOptions) (*env, error) {
+func setup(ctx context.Context, cfg *config.Config, s stdio, so ...setupOptions) (*env, error) {
 	logger := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var o setupOptions
 	if len(so) > 0 {

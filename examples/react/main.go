@@ -22,7 +22,7 @@ import (
 
 	"github.com/harness-runtime/harness/action"
 	"github.com/harness-runtime/harness/audit"
-	"github.com/harness-runtime/harness/policy"
+	"github.com/harness-runtime/harness/config"
 	"github.com/harness-runtime/harness/runtime"
 )
 
@@ -107,7 +107,7 @@ func run(ctx context.Context, out io.Writer, dir string) error {
 
 	// The read-only workspace actions are auto-approved, as a typical dev
 	// setup does; writes and commands still need trust.
-	cfg, err := policy.Parse("react-example", []byte(`harness:
+	cfg, err := config.Parse("react-example", []byte(`harness:
   profile: dev
   auto-approved-actions: [workspace_list_files, workspace_read_file, workspace_search_text, workspace_propose_patch]
 `))

@@ -1,9 +1,14 @@
-package policy
+// Package config is Harness's configuration: the YAML keys of SPEC
+// section 3, their defaults per profile (dev, production), loading and
+// validation. Every other package takes its own options type; the
+// assembly (package pipeline) translates.
+package config
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/harness-runtime/harness/policy"
 	"io"
 	"os"
 	"path/filepath"
@@ -413,4 +418,14 @@ func why(fe validator.FieldError) string {
 		return "needs at least " + fe.Param() + " item(s)"
 	}
 	return fmt.Sprintf("fails %s %s", fe.Tag(), fe.Param())
+}
+
+// GuardOptions returns the guard's built-in judgements of a resolved
+// configuration.
+func (c *Config) GuardOptions() policy.Options {
+	h := c.Harness
+	return policy.Options{
+		DisabledActions: h.DisabledActions, AutoApprovedActions: h.AutoApprovedActions,
+		TenantAllowedActions: h.TenantAllowedActions, TrustedRuntime: Bool(h.TrustedRuntimeEnabled),
+	}
 }
