@@ -6,20 +6,24 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 
 	"github.com/harness-runtime/harness/audit"
+	"github.com/harness-runtime/harness/pipeline"
+	"github.com/harness-runtime/harness/sanitize"
 )
 
 func init() {
 	commands["audit"] = command{summary: "verify the hash chain of an audit log (audit verify FILE|postgres://…)", run: auditCmd}
 }
 
-const auditUsageLine = "harness audit verify [FILE | postgres://…] [--head SEQ[:HASH]] [--instance ID] [--table NAME] [--config F] [--json]"
+const auditUsageLine = "harness audit verify [FILE | postgres://…] [--key-path F] [--allow-unkeyed] [--head SEQ[:HASH]] [--instance ID] [--table NAME] [--config F] [--json]"
 
 // auditCmd is `harness audit verify`: it prints one line to stdout, "ok: N
-// records, head seq S hash H" or "bad: seq S (line L): problem: reason",
-// and exits 0 for a good chain, 1 for a bad one and 2 when it could not
-// verify (usage, configuration, unreadable file, unreachable database).
+// records, head seq S hash H (keyed…|unkeyed…)" or "bad: seq S (line L):
+// problem: reason", and exits 0 for a good chain, 1 for a bad one and 2
+// when it could not verify (usage, configuration, unreadable file or key,
+// a keyed log and no key, unreachable database).
 func auditCmd(ctx context.Context, args []string, s stdio) int {
 	fs := newFlags("audit", auditUsageLine, s.err)
 	usage := fs.Usage
@@ -32,6 +36,18 @@ without a newline (a torn write) is bad. Records removed from the end of a
 log cannot be detected from the log alone: keep the printed head
 elsewhere and pass it back with --head to check that the log still reaches
 it (and, with the hash, that it was not rewritten up to there).
+
+The chain is keyed: each record's hash is an HMAC under a key derived from
+the installation's HMAC key, so a log rewritten by someone who cannot read
+the key does not verify. The key is read from --key-path, else from where
+Harness keeps it (harness.sanitize.key-path of the configuration, else
+~/.config/harness/hmac.key); verifying never creates one. With the key,
+every record must be keyed with it: an unkeyed record is bad, because a
+valid unkeyed chain is exactly what someone without the key can write.
+A log written before chains were keyed (no "key_id" in its first
+records) verifies with --allow-unkeyed, and the result says how many of
+its records are unkeyed. Without a key, only unkeyed records can be
+checked; a keyed log then cannot be verified (exit 2).
 
 With no FILE or URL, the harness.audit.path of the configuration is
 verified. For Postgres, every instance's chain is verified unless
@@ -46,6 +62,8 @@ error or the log could not be read.
 	table := fs.String("table", "", "Postgres: the audit table (default "+audit.DefaultTable+", or the URL's "+audit.TableParam+" parameter)")
 	asJSON := fs.Bool("json", false, "print the report as JSON instead of one line")
 	head := fs.String("head", "", "a head printed by an earlier verify, SEQ or SEQ:HASH, that the log must still reach")
+	keyPathFlag := fs.String("key-path", "", "the installation's HMAC key file (default: harness.sanitize.key-path of the configuration, else ~/.config/harness/hmac.key)")
+	allowUnkeyed := fs.Bool("allow-unkeyed", false, "accept unkeyed records at the start of the log (one written before chains were keyed); they are counted in the result")
 	pos, err := parseInterspersed(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
@@ -60,13 +78,23 @@ error or the log could not be read.
 	target := ""
 	if len(pos) == 2 {
 		target = pos[1]
-	} else {
+	}
+	keyFile := *keyPathFlag
+	if target == "" || keyFile == "" {
 		cfg, err := loadConfig(*config, "")
 		if err != nil {
 			fmt.Fprintf(s.err, "harness audit verify: %v\n", err)
 			return exitUsage
 		}
-		target = cfg.Harness.Audit.Path
+		if target == "" {
+			target = cfg.Harness.Audit.Path
+		}
+		if keyFile == "" {
+			if keyFile, err = pipeline.KeyPath(cfg); err != nil {
+				fmt.Fprintf(s.err, "harness audit verify: %v\n", err)
+				return exitUsage
+			}
+		}
 	}
 	if target == "" {
 		fmt.Fprintln(s.err, "harness audit verify: no audit log given and none configured")
@@ -74,6 +102,19 @@ error or the log could not be read.
 	}
 
 	var opts []audit.Option
+	key, err := sanitize.LoadKey(keyFile)
+	switch {
+	case err == nil:
+		opts = append(opts, audit.WithKey(key))
+	case errors.Is(err, os.ErrNotExist) && *keyPathFlag == "":
+		fmt.Fprintf(s.err, "harness audit verify: warning: no key at %s: only unkeyed records can be verified (give the key with --key-path)\n", keyFile)
+	default:
+		fmt.Fprintf(s.err, "harness audit verify: %v\n", err)
+		return exitUsage
+	}
+	if *allowUnkeyed {
+		opts = append(opts, audit.AllowUnkeyed())
+	}
 	if *head != "" {
 		a, err := audit.ParseAnchor(*head)
 		if err != nil {
@@ -98,6 +139,10 @@ error or the log could not be read.
 			return exitUsage
 		}
 		rep, err = audit.VerifyJSONLFile(ctx, target, opts...)
+	}
+	if errors.Is(err, audit.ErrKeyRequired) {
+		fmt.Fprintf(s.err, "harness audit verify: %v; %d records before it verified. Give the installation's key with --key-path (looked for it at %s)\n", err, rep.Records, keyFile)
+		return exitUsage
 	}
 	if err != nil {
 		fmt.Fprintf(s.err, "harness: %v\n", err)
