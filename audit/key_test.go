@@ -437,3 +437,24 @@ func readRows(t *testing.T, dsn, table, instance string) [][]byte {
 }
 
 func sqlQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// TestKeyedTornTailRepair: the record that states a torn tail was moved
+// aside is keyed like every other record of a keyed log.
+func TestKeyedTornTailRepair(t *testing.T) {
+	path, L := writeKeyedLog(t, 3)
+	if err := os.WriteFile(path, join(L[0], L[1], L[2][:len(L[2])/2]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := OpenJSONL(path, WithKey(testKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(context.Background(), "after", true); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	rep := verifyKeyed(t, readAll(t, path))
+	if !rep.OK() || rep.Records != 4 || rep.Unkeyed != 0 {
+		t.Fatalf("after repair: %s", rep)
+	}
+}
