@@ -25,12 +25,14 @@ const (
 )
 
 // argRule is the argument policy of one command or subcommand. Rules are
-// data: adding a command or tightening one is an edit of commandRules, not
-// of the checking code.
+// data: adding a command or tightening one is an edit of commandRules (or
+// of goRules and makeRule), not of the checking code.
 //
-// Every word that is not a refused option is also checked as a possible
-// path (see checkWordPaths), whatever the rule says; the rule only adds
-// refusals.
+// A rule is an allowlist when opts is set: every option must be listed
+// there, and its value is checked according to its kind (see optSpec).
+// Otherwise it is a denylist of the refused options. Either way, every word
+// is also checked as a possible path (see checkWordPaths): the rule only
+// adds refusals.
 type argRule struct {
 	style optStyle
 	// globalOpts are the only options allowed before the subcommand.
@@ -38,6 +40,23 @@ type argRule struct {
 	// subcommands, when non-nil, makes the first non-option word a
 	// subcommand that must be listed here (and, for git, configured).
 	subcommands map[string]*argRule
+
+	// opts, when non-nil, is the allowlist of long options (Go flags, or
+	// getopt long names without dashes); short is the allowlist of getopt
+	// short options. Options not listed are refused.
+	opts  map[string]optSpec
+	short map[byte]optSpec
+	// positional says how words that are not options are checked in an
+	// allowlist rule: as read paths (the zero value) or, for make's
+	// targets, as write targets.
+	positional optKind
+	// assign, when set, checks positional NAME=value words (make's
+	// command-line variables).
+	assign func(c argChecker, word string) error
+	// after, when set, checks what the options say together once every
+	// word has passed on its own (go test's -outputdir and profiles).
+	after func(c argChecker, seen []seenOpt) error
+
 	// refusedShort lists refused single-letter options (getopt style);
 	// they are refused anywhere in a group, even where the letter may be
 	// part of an attached value: over-refusing is safe, under-refusing not.
@@ -48,9 +67,6 @@ type argRule struct {
 	// valueLong lists long options that take the next word as their value
 	// when no =value is attached (used to tell values from positionals).
 	valueLong []string
-	// writeLong lists options whose value names a file the program writes:
-	// it must stay inside the root and outside .git/ and .harness/.
-	writeLong []string
 	// positionalNeeds, when non-empty, allows positional words only when
 	// one of these options is present (git branch creates a branch from a
 	// bare name; it only lists with --list).
@@ -58,9 +74,6 @@ type argRule struct {
 	// protectAll treats every word as a possible write target (commands
 	// whose semantics the table does not know).
 	protectAll bool
-	// refusedVars are NAME=value words (make's command-line variables) that
-	// are refused: MAKEFLAGS would smuggle in refused options such as -C.
-	refusedVars []string
 	// inject is inserted right after the subcommand to switch off program
 	// execution the repository could configure (external diff, textconv).
 	inject []string
@@ -97,54 +110,30 @@ func injectArgs(args ...string) func(*argRule) {
 
 var noExternalDiff = injectArgs("--no-ext-diff", "--no-textconv")
 
-// goWrites are the go command's options (and test binary flags) whose value
-// is a file or directory the toolchain writes.
-var goWrites = []string{
-	"o", "modfile", "pkgdir", "coverprofile", "cpuprofile", "memprofile",
-	"blockprofile", "mutexprofile", "trace", "outputdir", "fuzzcachedir",
-	"debug-actiongraph", "debug-trace", "debug-runtime-trace",
-	"test.coverprofile", "test.cpuprofile", "test.memprofile",
-	"test.blockprofile", "test.mutexprofile", "test.trace",
-	"test.outputdir", "test.gocoverdir", "test.testlogfile", "test.fuzzcachedir",
-}
-
-func goSub(extra ...string) *argRule {
-	return &argRule{
-		style:       styleGoFlag,
-		refusedLong: append([]string{"toolexec", "exec", "C", "vettool"}, extra...),
-		writeLong:   goWrites,
-	}
-}
-
 // commandRules holds the per-command argument rules. A command that is
 // allowed by configuration but missing here gets defaultRule.
+//
+// go and make are allowlists: their options pass values to other programs
+// (the compiler and linker, the shell) and name files they write, so only
+// options known to be inert, with values checked, are allowed. git, rg and
+// ls are denylists of the options that run programs, write files or leave
+// the root: their read-only options number in the hundreds and none of
+// the others does any of that.
 var commandRules = map[string]*argRule{
 	"pwd": {style: styleGetopt},
 	// Following symlinks would read what a link inside the root points at,
 	// wherever that is; path arguments are checked, directory walks not.
 	"ls": {style: styleGetopt, refusedShort: "L", refusedLong: []string{"dereference"}},
+	// rg runs programs for --pre (and --pre-glob, which only selects files
+	// for it), -z/--search-zip (decompressors) and --hostname-bin; it
+	// writes no file.
 	"rg": {
 		style:        styleGetopt,
 		refusedShort: "zL",
 		refusedLong:  []string{"pre", "pre-glob", "search-zip", "hostname-bin", "follow"},
 	},
-	"make": {
-		style:        styleGetopt,
-		refusedShort: "CE",
-		refusedLong:  []string{"directory", "eval"},
-		refusedVars:  []string{"MAKEFLAGS", "MFLAGS", "GNUMAKEFLAGS", "MAKEFILES", "MAKEFILE_LIST", "SHELL", ".SHELLFLAGS", "MAKESHELL"},
-	},
-	"go": {
-		style: styleGoFlag,
-		subcommands: map[string]*argRule{
-			"build":   goSub(),
-			"test":    goSub(),
-			"vet":     goSub(),
-			"list":    goSub(),
-			"version": goSub(),
-			"env":     goSub("w", "u"),
-		},
-	},
+	"make": makeRule,
+	"go":   goRule,
 	"git": {
 		style: styleGetopt,
 		globalOpts: []string{
@@ -229,7 +218,12 @@ func (c argChecker) check(args []string) ([]string, error) {
 	return append(out, rest...), nil
 }
 
+// checkWords checks args against a denylist rule, or hands an allowlist
+// rule to checkAllowed.
 func (c argChecker) checkWords(rule *argRule, args []string) error {
+	if rule.opts != nil || rule.short != nil {
+		return c.checkAllowed(rule, args)
+	}
 	afterDashDash := false
 	positionals := 0
 	unlocked := false // an option of positionalNeeds was seen
@@ -237,9 +231,6 @@ func (c argChecker) checkWords(rule *argRule, args []string) error {
 		word := args[i]
 		if afterDashDash || word == "-" || !strings.HasPrefix(word, "-") {
 			positionals++
-			if name, _, ok := strings.Cut(word, "="); ok && slices.Contains(rule.refusedVars, strings.TrimRight(name, ":+?!")) {
-				return refuseWord(word, "%s: %q sets %s on the command line, which is not allowed", c.cmd, word, strings.TrimRight(name, ":+?!"))
-			}
 			if err := c.checkWordPaths(word, word, rule.protectAll); err != nil {
 				return err
 			}
@@ -259,15 +250,13 @@ func (c argChecker) checkWords(rule *argRule, args []string) error {
 				return refuseWord(word, "%s: option %q is not allowed (it runs a program, writes a file or leaves the root: %s)",
 					c.cmd, word, refused)
 			}
-			write := rule.protectAll || slices.Contains(rule.writeLong, name)
-			takesNext := write || slices.Contains(rule.valueLong, name)
-			if !hasVal && takesNext && i+1 < len(args) {
+			if !hasVal && slices.Contains(rule.valueLong, name) && i+1 < len(args) {
 				i++
 				val, hasVal = args[i], true
 				word = args[i]
 			}
 			if hasVal {
-				if err := c.checkWordPaths(word, val, write); err != nil {
+				if err := c.checkWordPaths(word, val, rule.protectAll); err != nil {
 					return err
 				}
 			}
@@ -282,20 +271,7 @@ func (c argChecker) checkWords(rule *argRule, args []string) error {
 					c.cmd, word[j], word)
 			}
 		}
-		// Any suffix may be an attached value (-fFILE, -sfFILE): refuse the
-		// ones that name an absolute or escaping path, and resolve the
-		// first one (the common -fFILE case) against the file system.
-		for j := 2; j < len(word); j++ {
-			if err := lexicalPathCheck(word, word[j:]); err != nil {
-				return err
-			}
-		}
-		if len(word) > 2 {
-			if err := c.checkWordPaths(word, word[2:], rule.protectAll); err != nil {
-				return err
-			}
-		}
-		if err := c.checkWordPaths(word, word, rule.protectAll); err != nil {
+		if err := c.checkShortGroupPaths(word, rule.protectAll); err != nil {
 			return err
 		}
 	}
@@ -305,6 +281,24 @@ func (c argChecker) checkWords(rule *argRule, args []string) error {
 			c.cmd, word, strings.Join(rule.positionalNeeds, " or "))
 	}
 	return nil
+}
+
+// checkShortGroupPaths checks a short option group whose letters may take
+// attached values (-fFILE, -sfFILE): any suffix may be a value, so every
+// suffix that names an absolute or escaping path is refused, and the first
+// one (the common -fFILE case) is resolved against the file system.
+func (c argChecker) checkShortGroupPaths(word string, write bool) error {
+	for j := 2; j < len(word); j++ {
+		if err := lexicalPathCheck(word, word[j:]); err != nil {
+			return err
+		}
+	}
+	if len(word) > 2 {
+		if err := c.checkWordPaths(word, word[2:], write); err != nil {
+			return err
+		}
+	}
+	return c.checkWordPaths(word, word, write)
 }
 
 func firstPositional(args []string) string {
@@ -331,39 +325,49 @@ func (r *argRule) refusedLongMatch(name string) string {
 }
 
 // checkWordPaths checks every piece of word that a program could take as a
-// path: value itself and its parts split at '=', ':' and ','. A piece is
-// refused if it is absolute, starts with '~', climbs out of the root with
-// "..", or resolves (through symlinks) outside the root. When write is
-// set, a piece must also not lie beneath .git/ or .harness/.
+// path: value itself and its parts split at '=', ':' and ',' (see
+// pathPieces). A piece is refused if it is absolute, starts with '~',
+// climbs out of the root with "..", or resolves (through symlinks) outside
+// the root. When write is set, every piece must also pass checkTarget's
+// write rules: no .git or .harness component anywhere, as spelled or
+// where its symlinks lead, and no hard link.
 //
 // Pieces that do not exist are accepted: most words are not paths at all
 // (revisions, patterns, package names), and a new file named by one is
 // created inside the root, where the sandbox lets the program write.
 func (c argChecker) checkWordPaths(word, value string, write bool) error {
-	pieces := strings.FieldsFunc(value, func(r rune) bool { return r == '=' || r == ':' || r == ',' })
-	if value != "" && !slices.Contains(pieces, value) {
-		pieces = append(pieces, value)
-	}
-	for _, p := range pieces {
-		p = strings.TrimLeft(p, "-")
-		if p == "" {
-			continue
-		}
+	for _, p := range pathPieces(value) {
 		if err := lexicalPathCheck(word, p); err != nil {
 			return err
 		}
-		rel := filepath.Clean(p)
 		if write {
-			first, _, _ := strings.Cut(filepath.ToSlash(rel), "/")
-			if first == ".git" || first == ".harness" {
-				return refuseWord(word, "%s: argument %q would write beneath %s/, which no workspace action may do", c.cmd, word, first)
+			if err := c.checkTarget(word, p, targetWrite); err != nil {
+				return err
 			}
+			continue
 		}
-		if _, err := c.w.root.Stat(rel); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
+		if _, err := c.w.root.Stat(filepath.Clean(p)); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
 			return refuseWord(word, "%s: argument %q resolves outside the workspace root", c.cmd, word)
 		}
 	}
 	return nil
+}
+
+// pathPieces returns the pieces of value a program could take as a path:
+// value itself and its parts split at '=', ':' and ',', each without
+// leading dashes (--opt=../x), empty pieces dropped.
+func pathPieces(value string) []string {
+	pieces := strings.FieldsFunc(value, func(r rune) bool { return r == '=' || r == ':' || r == ',' })
+	if value != "" && !slices.Contains(pieces, value) {
+		pieces = append(pieces, value)
+	}
+	out := pieces[:0]
+	for _, p := range pieces {
+		if p = strings.TrimLeft(p, "-"); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // lexicalPathCheck refuses a piece that names a place outside the root
