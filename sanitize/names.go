@@ -15,12 +15,23 @@ import "strings"
 //     stay);
 //   - so does a last word "key" after api, access, private, secret,
 //     signing, encryption, master, account, client, storage, subscription,
-//     shared, session, hmac or auth ("public_key", "sort_key" stay).
+//     shared, session, hmac or auth ("public_key", "sort_key" stay);
+//   - and a few providers' names for their credentials: "creds",
+//     SONAR_LOGIN (a SonarQube token), Sumo Logic's access id, Bundler's
+//     per-host credentials (BUNDLE_GEMS__EXAMPLE__COM).
 //
-// It does not allocate.
+// A name whose last word says it is about a secret rather than the
+// secret ("secret_name", "password_length", "token_type", "secret_arn")
+// is not secret, nor is one whose last word follows "public" or
+// "publishable" ("publicToken"). Digits ending a word or forming one are
+// ignored ("password2", "api_token_123"). It does not allocate.
 func sensitiveName(name string) bool {
+	if len(name) > 7 && name[:7] == "BUNDLE_" && strings.Contains(name[7:], "__") {
+		return true
+	}
 	var prevBuf, lastBuf [16]byte
 	var prev, last []byte
+	sumo, secret := false, false
 	for i := 0; i < len(name); {
 		for i < len(name) && !isAlnum(name[i]) {
 			i++
@@ -39,19 +50,39 @@ func sensitiveName(name string) bool {
 			}
 			j++
 		}
+		w := j
+		for w > i && name[w-1] >= '0' && name[w-1] <= '9' {
+			w--
+		}
+		if w == i {
+			i = j
+			continue // a number: "token_123"
+		}
 		prevBuf = lastBuf
 		prev = prevBuf[:len(last)]
 		// Only a word's last 16 bytes matter: every suffix below is shorter.
-		last = lower(lastBuf[:0], name[max(i, j-16):j])
+		last = lower(lastBuf[:0], name[max(i, w-16):w])
 		if anyWordSecret(last) {
-			return true
+			secret = true
 		}
+		sumo = sumo || hasPrefix(last, "sumo")
 		i = j
 	}
-	if len(last) == 0 {
+	if len(last) == 0 || metadataWord(last) || string(prev) == "public" || string(prev) == "publishable" {
 		return false
 	}
+	if secret {
+		return true
+	}
 	if lastWordSecret(last) {
+		return true
+	}
+	switch {
+	case string(last) == "creds":
+		return true
+	case string(last) == "login" && string(prev) == "sonar":
+		return true
+	case sumo && (string(last) == "accessid" || string(last) == "id" && string(prev) == "access"):
 		return true
 	}
 	if string(last) == "key" {
@@ -60,6 +91,18 @@ func sensitiveName(name string) bool {
 			"account", "client", "storage", "subscription", "shared", "session", "hmac", "auth":
 			return true
 		}
+	}
+	return false
+}
+
+// metadataWord: a last word that names something about a secret, not the
+// secret ("secret_name", "password_length", "token_type").
+func metadataWord(w []byte) bool {
+	switch string(w) {
+	case "name", "names", "length", "len", "size", "count", "type", "path", "file", "dir",
+		"ref", "version", "prefix", "suffix", "format", "policy", "ttl", "expiry", "expires",
+		"expiration", "url", "uri", "arn", "label", "field", "env", "var":
+		return true
 	}
 	return false
 }
@@ -115,6 +158,10 @@ func lower(dst []byte, s string) []byte {
 		dst = append(dst, c)
 	}
 	return dst
+}
+
+func hasPrefix(w []byte, prefix string) bool {
+	return len(w) >= len(prefix) && string(w[:len(prefix)]) == prefix
 }
 
 func hasSuffix(w []byte, suffix string) bool {

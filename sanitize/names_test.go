@@ -9,7 +9,7 @@ func TestSensitiveName(t *testing.T) {
 	}{
 		{"password", true}, {"PASSWORD", true}, {"DB_PASSWORD", true}, {"userPassword", true},
 		{"passwd", true}, {"passphrase", true}, {"password_hash", true}, {"--password", true},
-		{"secret", true}, {"client_secret", true}, {"clientSecret", true}, {"secret_name", true},
+		{"secret", true}, {"client_secret", true}, {"clientSecret", true},
 		{"AWS_SECRET_ACCESS_KEY", true}, {"token", true}, {"access_token", true}, {"refreshToken", true},
 		{"GITHUB_TOKEN", true}, {"csrftoken", true}, {"x-amz-security-token", true},
 		{"api_key", true}, {"apiKey", true}, {"APIKey", true}, {"x-api-key", true}, {"apikey", true},
@@ -24,6 +24,15 @@ func TestSensitiveName(t *testing.T) {
 		{"PWD", false}, {"-_-", false}, {"a_very_long_word_that_ends_in_nothing_sensitive", false},
 		{"X-Amz-Signature", true}, {"sig", true}, {"signing", false}, {"config", false},
 		{"averyveryverylongprefixpassword", true}, {"averyveryverylongprefixtoken", true},
+		// About a secret, not the secret.
+		{"secret_name", false}, {"LLM_SECRET_NAME", false}, {"secret_length", false}, {"password_file", false},
+		{"token_type", false}, {"SECRET_ARN", false}, {"publicToken", false}, {"publishable_key", false},
+		{"secret_id", true}, {"SecretId", true},
+		// Numbers, abbreviations and providers' names.
+		{"password2", true}, {"api_token_123", true}, {"TOKEN_1", true}, {"creds", true}, {"aws_creds", true},
+		{"SONAR_LOGIN", true}, {"sonar.login", true}, {"login", false}, {"user_login", false},
+		{"sumo_access_id", true}, {"sumologic.accessId", true}, {"access_id", false},
+		{"BUNDLE_GEMS__CONTRIBSYS__COM", true}, {"BUNDLE_PATH", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -251,7 +251,7 @@ func TestValue(t *testing.T) {
 			"http header", http.Header{"Authorization": {"Bearer abc"}, "Accept": {"*/*"}}, nil,
 			map[string]any{"Authorization": r(`["Bearer abc"]`), "Accept": []any{"*/*"}},
 		},
-		{"slack config token", "t=xoxe.xoxp-1-Mi0yLTE3NzY2", nil, "t=" + r("xoxe.xoxp-1-Mi0yLTE3NzY2")},
+		{"slack bot token", "t=" + fakeSlackBot, nil, "t=" + r(fakeSlackBot)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

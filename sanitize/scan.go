@@ -15,7 +15,8 @@ import (
 // has neither and is checked on every maximal [A-Za-z0-9+/] run of exactly
 // 40 bytes.
 
-// Byte classes.
+// Byte classes. Each is one bit, so that the scanner can cache the last
+// run it measured of each (see scanner.run).
 const (
 	clsUpperDigit = 1 << iota // A-Z 0-9
 	clsAlnum                  // A-Z a-z 0-9
@@ -25,116 +26,266 @@ const (
 	clsTokenWord              // A-Z a-z 0-9 _
 	clsBearer                 // A-Z a-z 0-9 - . _ ~ + / =  (RFC 6750 b64token)
 	clsSlackWord              // A-Z a-z 0-9 -
+	clsHexAny                 // 0-9 a-f A-F
+	clsURL64Eq                // A-Z a-z 0-9 _ - =
+	clsWordDotEq              // A-Z a-z 0-9 _ - . =
+	clsAzure                  // A-Z a-z 0-9 _ - . ~
+	clsDigit                  // 0-9
+	clsB64Any                 // A-Z a-z 0-9 + / _ -  (either base64 alphabet)
+	clsLowerDigit             // a-z 0-9
 )
 
+// numClasses is the number of byte classes above.
+const numClasses = 15
+
 var (
-	class     [256]uint8
+	class     [256]uint16
 	firstByte [256]bool
-	pairTrig  [1 << 16]bool
+	// pairTrig maps a byte pair to an index into trigs (0: no rule starts
+	// with this pair).
+	pairTrig [1 << 16]uint8
+	trigs    = []trigger{{}}
 )
+
+// trigger says which third bytes can follow a pair at the start of a rule,
+// and whether every rule starting with the pair needs a word boundary
+// before it, so that most non-matches are rejected in the main loop.
+type trigger struct {
+	third [4]uint64
+	bound bool
+}
+
+func (t *trigger) allows(c byte) bool { return t.third[c>>6]&(1<<(c&63)) != 0 }
+
+// trig registers a rule starting with the bytes c1, c2 and then one of
+// third (any byte when third is empty). bound says the rule needs a word
+// boundary before c1.
+func trig(c1, c2 byte, third string, bound bool) {
+	k := pairTrig[int(c1)<<8|int(c2)]
+	if k == 0 {
+		if len(trigs) == 256 {
+			panic("sanitize: too many trigger pairs")
+		}
+		k = uint8(len(trigs))
+		trigs = append(trigs, trigger{bound: true})
+		pairTrig[int(c1)<<8|int(c2)] = k
+	}
+	t := &trigs[k]
+	t.bound = t.bound && bound
+	if third == "" {
+		t.third = [4]uint64{^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0)}
+	}
+	for i := 0; i < len(third); i++ {
+		t.third[third[i]>>6] |= 1 << (third[i] & 63)
+	}
+	firstByte[c1] = true
+}
+
+// trigShared registers c1 followed by any byte of next (all bytes when
+// next is empty), any third byte, as one trigger shared by all the pairs.
+func trigShared(c1 byte, next string) {
+	k := uint8(len(trigs))
+	trigs = append(trigs, trigger{third: [4]uint64{^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0)}})
+	for n := 0; n < 256; n++ {
+		if next == "" || strings.IndexByte(next, byte(n)) >= 0 {
+			if pairTrig[int(c1)<<8|n] != 0 {
+				panic("sanitize: shared trigger over an existing one")
+			}
+			pairTrig[int(c1)<<8|n] = k
+		}
+	}
+	firstByte[c1] = true
+}
+
+// trigs2 registers c1 followed by each byte of next, any third byte.
+func trigs2(c1 byte, next string) {
+	for i := 0; i < len(next); i++ {
+		trig(c1, next[i], "", false)
+	}
+}
+
+// trigPrefix registers a rule whose text starts with prefix (folded: in
+// either case).
+func trigPrefix(prefix string, fold, bound bool) {
+	if len(prefix) < 2 {
+		panic("sanitize: prefix shorter than two bytes: " + prefix)
+	}
+	third := ""
+	if len(prefix) >= 3 {
+		third = prefix[2:3]
+		if fold {
+			third = string([]byte{lowerByte(prefix[2]), upperByte(prefix[2])})
+		}
+	}
+	if !fold {
+		trig(prefix[0], prefix[1], third, bound)
+		return
+	}
+	for _, c1 := range []byte{lowerByte(prefix[0]), upperByte(prefix[0])} {
+		for _, c2 := range []byte{lowerByte(prefix[1]), upperByte(prefix[1])} {
+			trig(c1, c2, third, bound)
+		}
+	}
+}
+
+func lowerByte(c byte) byte {
+	if isUpper(c) {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+func upperByte(c byte) byte {
+	if isLower(c) {
+		return c - ('a' - 'A')
+	}
+	return c
+}
 
 func init() {
 	for c := 0; c < 256; c++ {
 		b := byte(c)
 		up, lo, dg := isUpper(b), isLower(b), b >= '0' && b <= '9'
-		var k uint8
+		var k uint16
 		if up || dg {
 			k |= clsUpperDigit
 		}
 		if up || lo || dg {
-			k |= clsAlnum | clsURL64 | clsStd64 | clsTokenWord | clsBearer | clsSlackWord
+			k |= clsAlnum | clsURL64 | clsStd64 | clsTokenWord | clsBearer | clsSlackWord |
+				clsURL64Eq | clsWordDotEq | clsAzure | clsB64Any
 		}
 		if dg || (b >= 'a' && b <= 'f') {
 			k |= clsHex
 		}
+		if dg || (b >= 'a' && b <= 'f') || (b >= 'A' && b <= 'F') {
+			k |= clsHexAny
+		}
+		if dg {
+			k |= clsDigit
+		}
+		if dg || lo {
+			k |= clsLowerDigit
+		}
 		switch b {
 		case '_':
-			k |= clsURL64 | clsTokenWord | clsBearer
+			k |= clsURL64 | clsTokenWord | clsBearer | clsURL64Eq | clsWordDotEq | clsAzure | clsB64Any
 		case '-':
-			k |= clsURL64 | clsBearer | clsSlackWord
+			k |= clsURL64 | clsBearer | clsSlackWord | clsURL64Eq | clsWordDotEq | clsAzure | clsB64Any
 		case '+', '/':
-			k |= clsStd64 | clsBearer
-		case '.', '~', '=':
-			k |= clsBearer
+			k |= clsStd64 | clsBearer | clsB64Any
+		case '.':
+			k |= clsBearer | clsWordDotEq | clsAzure
+		case '~':
+			k |= clsBearer | clsAzure
+		case '=':
+			k |= clsBearer | clsURL64Eq | clsWordDotEq
 		}
 		class[c] = k
 	}
-	trig := func(c byte, next string) {
-		firstByte[c] = true
-		for i := 0; i < len(next); i++ {
-			pairTrig[int(c)<<8|int(next[i])] = true
-		}
+	trigs2('A', "KSBCGIRNP3")                                                           // AWS key ids, AIza, AGE-SECRET-KEY
+	trigs2('g', "hil")                                                                  // ghp_ …, github_pat_, glpat-
+	trigs2('s', "kh")                                                                   // sk-…, sk_live_, shpat_
+	trigs2('r', "k")                                                                    // rk_live_
+	trigs2('p', "y")                                                                    // pypi-
+	trigs2('x', "oa")                                                                   // xox?-, xapp-
+	trigs2('e', "y")                                                                    // eyJ (JWT)
+	trigs2('-', "-u")                                                                   // -----BEGIN … PRIVATE KEY, --password x, -u user:pass
+	trigs2('n', "p")                                                                    // npm_
+	trigs2('h', "fo")                                                                   // hf_, hooks.slack.com
+	trigs2('S', "G")                                                                    // SG. (SendGrid)
+	trigs2('w', "h")                                                                    // whsec_
+	trigs2('y', "a")                                                                    // ya29.
+	trigs2('G', "O")                                                                    // GOCSPX-
+	trigs2('d', "oa")                                                                   // dop_v1_, dapi
+	trig('w', 'e', "b", false)                                                          // webhook.office.com (Teams)
+	trigShared('|', "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") // Facebook app tokens "id|secret"
+	trigs2('B', "eE")                                                                   // Bearer
+	trigs2('b', "eE")                                                                   // bearer
+	trigShared(':', "")                                                                 // name: value, scheme://, user:password@host
+	trigShared('=', "")                                                                 // name=value
+	// `"NAME", "value"` (setProperty and friends) and <name>value</name>.
+	trig('"', ',', "", false)
+	trig('\'', ',', "", false)
+	trigShared('<', "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+	for i := range shapes {
+		shapes[i].register(uint16(i))
 	}
-	trig('A', "KSBCGIRNP3")    // AWS key ids, AIza, AGE-SECRET-KEY
-	trig('g', "hil")           // ghp_ …, github_pat_, glpat-
-	trig('s', "kh")            // sk-…, sk_live_, shpat_
-	trig('r', "k")             // rk_live_
-	trig('p', "y")             // pypi-
-	trig('x', "oa")            // xox?-, xapp-
-	trig('e', "y")             // eyJ (JWT)
-	trig('-', "-u")            // -----BEGIN … PRIVATE KEY, --password x, -u user:pass
-	trig('n', "p")             // npm_
-	trig('h', "fo")            // hf_, hooks.slack.com
-	trig('S', "G")             // SG. (SendGrid)
-	trig('w', "h")             // whsec_
-	trig('y', "a")             // ya29.
-	trig('G', "O")             // GOCSPX-
-	trig('d', "oa")            // dop_v1_, dapi
-	trig('B', "eE")            // Bearer
-	trig('b', "eE")            // bearer
-	for n := 0; n < 256; n++ { // name=value, name: value, scheme://
-		pairTrig[int(':')<<8|n] = true
-		pairTrig[int('=')<<8|n] = true
-	}
-	firstByte[':'], firstByte['='] = true, true
 }
 
 // next returns the first secret span [start, end) of sc.s with start >=
 // from. It never allocates.
 func (sc *scanner) next(from int) (start, end int, ok bool) {
 	s := sc.s
-	run := from // start of the current [A-Za-z0-9+/] run, -1 if it began before from
-	if from > 0 && class[s[from-1]]&clsStd64 != 0 {
+	sc.from = from
+	run := from // start of the current [A-Za-z0-9+/_-] run, -1 if it began before from
+	if from > 0 && class[s[from-1]]&clsB64Any != 0 {
 		run = -1
 	}
 	for i := from; i < len(s); i++ {
 		c := s[i]
-		if class[c]&clsStd64 == 0 {
-			if run >= 0 && i-run == 40 && awsSecretShape(s[run:i]) {
-				return run, sc.widen(run+1, i), true
+		if class[c]&clsB64Any == 0 {
+			if run >= 0 && i-run >= minRunCheck {
+				if a, e := sc.runAt(run, i); e > a {
+					return a, e, true
+				}
 			}
 			run = i + 1
 		}
 		if !firstByte[c] {
 			continue
 		}
-		var n byte
+		var n, n3 byte
 		if i+1 < len(s) {
 			n = s[i+1]
+			if i+2 < len(s) {
+				n3 = s[i+2]
+			}
 		}
-		if !pairTrig[int(c)<<8|int(n)] {
+		k := pairTrig[int(c)<<8|int(n)]
+		if k == 0 {
+			continue
+		}
+		if t := &trigs[k]; !t.allows(n3) || t.bound && i > 0 && isWordByte(s[i-1]) {
 			continue
 		}
 		if a, e := sc.find(i); e > a {
 			return a, e, true
 		}
 	}
-	if run >= 0 && len(s)-run == 40 && awsSecretShape(s[run:]) {
-		return run, len(s), true
+	if run >= 0 && len(s)-run >= minRunCheck {
+		if a, e := sc.runAt(run, len(s)); e > a {
+			return a, e, true
+		}
 	}
 	return 0, 0, false
 }
+
+// triggered reports whether a rule may start at s[j] (the main loop's
+// filter, for widen and anyIn).
+func triggered(s string, j int) bool {
+	c := s[j]
+	if !firstByte[c] {
+		return false
+	}
+	var n, n3 byte
+	if j+1 < len(s) {
+		n = s[j+1]
+		if j+2 < len(s) {
+			n3 = s[j+2]
+		}
+	}
+	k := pairTrig[int(c)<<8|int(n)]
+	return k != 0 && trigs[k].allows(n3)
+}
+
+func isWordByte(c byte) bool { return isAlnum(c) || c == '_' }
 
 // find is matchAt with shape spans widened: a shape span ends at its class
 // boundary, and another secret glued on ("ghp_…sk_live_…") may start
 // inside it. Context rules widen their own spans.
 func (sc *scanner) find(i int) (start, end int) {
-	a, e := sc.matchAt(i)
-	if e <= a {
-		return a, e
-	}
-	switch sc.s[i] {
-	case ':', '=', 'B', 'b':
+	a, e, ctx := sc.matchAt(i)
+	if e <= a || ctx {
 		return a, e
 	}
 	from := a
@@ -144,144 +295,172 @@ func (sc *scanner) find(i int) (start, end int) {
 	return a, sc.widen(from, e)
 }
 
-// matchAt runs the rules that can start at s[i]. It returns an empty span
-// when none matches; a non-empty span always has start >= i.
-func (sc *scanner) matchAt(i int) (start, end int) {
+// matchAt runs the rules triggered at s[i]. It returns an empty span when
+// none matches. A non-empty span starts at or after sc.from (most start at
+// i; a few shapes are recognised by a mark inside them, "Q~" or "_mmk").
+// ctx reports a context rule (a value after a name, a credential after
+// "Bearer", a URL password), which widens its own span.
+func (sc *scanner) matchAt(i int) (start, end int, ctx bool) {
+	a, e, ctx := sc.matchRules(i)
+	if e > a {
+		return a, e, ctx
+	}
+	for _, k := range shapeIndex[sc.s[i]] {
+		if a, e := shapes[k].match(sc, i); e > a && a >= sc.from {
+			return a, e, false
+		}
+	}
+	return i, i, false
+}
+
+// matchRules runs the hand-written rules that can start at s[i]: those
+// with more than a prefix and runs of one class (see shapes for those).
+func (sc *scanner) matchRules(i int) (start, end int, ctx bool) {
 	s := sc.s
 	t := s[i:]
 	switch s[i] {
 	case 'A':
 		if len(t) >= 4 && awsKeyIDPrefix(t[:4]) {
 			e := sc.runEnd(i+4, clsUpperDigit)
-			if n := e - i - 4; n == 16 || (n > 16 && sc.digitFrom(i+4, clsUpperDigit)) {
-				return i, e
+			if n := e - i - 4; (n == 16 || (n > 16 && sc.digitFrom(i+4, clsUpperDigit))) && !strings.HasSuffix(s[i:e], "EXAMPLE") && !placeholder(s[i+4:e]) {
+				return i, e, false
 			}
-		}
-		if e, ok := sc.prefixed(i, "AIza", clsURL64, 35); ok {
-			return i, e
-		}
-		if e, ok := sc.prefixed(i, "AGE-SECRET-KEY-1", clsUpperDigit, 40); ok {
-			return i, e
-		}
-	case 'g':
-		if len(t) >= 4 && t[0] == 'g' && t[1] == 'h' && t[3] == '_' && strings.IndexByte("pousr", t[2]) >= 0 {
-			if e := sc.runEnd(i+4, clsAlnum); e-i-4 >= 30 {
-				return i, e
-			}
-		}
-		if e, ok := sc.prefixed(i, "github_pat_", clsTokenWord, 22); ok {
-			return i, e
-		}
-		if e, ok := sc.prefixed(i, "glpat-", clsURL64, 20); ok {
-			return i, e
 		}
 	case 's':
 		if strings.HasPrefix(t, "sk-") {
 			// OpenAI (sk-, sk-proj-, sk-svcacct-, sk-admin-) and Anthropic
 			// (sk-ant-api03-, sk-ant-admin01-) keys. Demanding two character
 			// classes keeps "sk-learn-docs" out.
-			if e := sc.runEnd(i+3, clsURL64); e-i-3 >= 20 && sc.classesFrom(i+3, clsURL64) >= 2 {
-				return i, e
+			if e := sc.runEnd(i+3, clsURL64); e-i-3 >= 20 && sc.classesFrom(i+3, clsURL64) >= 2 && !placeholder(s[i+3:e]) && anthropicShape(s[i:e]) {
+				return i, e, false
 			}
-		}
-		for _, p := range [...]string{"sk_live_", "sk_test_"} {
-			if e, ok := sc.prefixed(i, p, clsAlnum, 16); ok {
-				return i, e
-			}
-		}
-		for _, p := range [...]string{"shpat_", "shpss_", "shpca_", "shppa_"} {
-			if e, ok := sc.prefixed(i, p, clsHex, 32); ok {
-				return i, e
-			}
-		}
-	case 'r':
-		for _, p := range [...]string{"rk_live_", "rk_test_"} {
-			if e, ok := sc.prefixed(i, p, clsAlnum, 16); ok {
-				return i, e
-			}
-		}
-	case 'w':
-		if e, ok := sc.prefixed(i, "whsec_", clsStd64, 24); ok {
-			return i, e
-		}
-	case 'p':
-		if e, ok := sc.prefixed(i, "pypi-AgEIcHlwaS5vcmc", clsURL64, 40); ok {
-			return i, e
 		}
 	case 'x':
 		// xoxb-, xoxp-, xoxa-, xoxr-, xoxs-, xoxo-, xoxe- and the
-		// configuration tokens "xoxe.xoxp-…".
-		if len(t) >= 5 && strings.HasPrefix(t, "xox") && strings.IndexByte("abposre", t[3]) >= 0 && (t[4] == '-' || t[4] == '.') {
-			if e := sc.runEnd(i+5, clsSlackWord); e-i-5 >= 10 {
-				return i, e
+		// configuration tokens "xoxe.xoxp-…": every real one has a digit
+		// in its first part ("xoxb-12…", "xoxe.xoxp-1-…").
+		p := i
+		if strings.HasPrefix(t, "xoxe.xox") {
+			p += 5
+		}
+		if u := s[p:]; len(u) >= 6 && strings.HasPrefix(u, "xox") && strings.IndexByte("abposre", u[3]) >= 0 && u[4] == '-' {
+			e := sc.runEnd(p+5, clsSlackWord)
+			body := s[p+5 : e]
+			// Bot and user tokens start with a team id of 8 or more
+			// digits; configuration and refresh tokens ("xoxe.xoxp-1-…",
+			// "xoxe-1-…") run to about 150 bytes (so
+			// "xoxe.xoxp-1-RANDOMSTRINGHERE" is not one).
+			long := p > i || u[3] == 'e' && leadingDigits(body) < 8
+			numbered := strings.IndexByte("bp", u[3]) < 0 || p > i || leadingDigits(body) >= 8
+			if len(body) >= 10 && slackBody(body) && numbered && (!long || len(body) >= 60) && body[len(body)-1] != '-' {
+				return i, e, false
 			}
 		}
-		if e, ok := sc.prefixed(i, "xapp-", clsSlackWord, 10); ok {
-			return i, e
+		if e, ok := sc.prefixed(i, "xapp-", clsSlackWord, 10); ok && slackBody(s[i+5:e]) {
+			return i, e, false
 		}
 	case 'e':
-		return sc.jwtAt(i)
+		a, e := sc.jwtAt(i)
+		return a, e, false
 	case '-':
 		if a, e := sc.pemAt(i); e > a {
-			return a, e
+			return a, e, false
 		}
-		return sc.flagAt(i)
-	case 'n':
-		if e, ok := sc.prefixed(i, "npm_", clsAlnum, 36); ok {
-			return i, e
-		}
+		a, e := sc.flagAt(i)
+		return a, e, true
 	case 'h':
-		if e, ok := sc.prefixed(i, "hf_", clsAlnum, 30); ok {
-			return i, e
-		}
 		if strings.HasPrefix(t, "hooks.slack.com/") {
 			a := i + len("hooks.slack.com/")
 			if e := sc.runEnd(a, clsTokenWord|clsStd64); e-a >= 20 {
-				return a, e
+				return a, e, false
 			}
 		}
+	case 'w':
+		// A Microsoft Teams incoming webhook URL: its path is the secret.
+		const teams = "webhook.office.com/webhookb2/"
+		if strings.HasPrefix(t, teams) {
+			a := i + len(teams)
+			e := a
+			for e < len(s) && (isWordByte(s[e]) || s[e] == '-' || s[e] == '@' || s[e] == '/') {
+				e++
+			}
+			if e-a >= 40 {
+				return a, e, false
+			}
+		}
+	case '|':
+		a, e := sc.facebookAppToken(i)
+		return a, e, false
 	case 'S':
 		if strings.HasPrefix(t, "SG.") {
 			e := sc.runEnd(i+3, clsURL64)
 			if e-i-3 >= 16 && e < len(s) && s[e] == '.' {
 				if e2 := sc.runEnd(e+1, clsURL64); e2-e-1 >= 16 {
-					return i, e2
+					return i, e2, false
 				}
 			}
 		}
-	case 'y':
-		if e, ok := sc.prefixed(i, "ya29.", clsURL64, 20); ok {
-			return i, e
-		}
-	case 'G':
-		if e, ok := sc.prefixed(i, "GOCSPX-", clsURL64, 20); ok {
-			return i, e
-		}
-	case 'd':
-		for _, p := range [...]string{"dop_v1_", "doo_v1_", "dor_v1_"} {
-			if e, ok := sc.prefixed(i, p, clsHex, 64); ok {
-				return i, e
-			}
-		}
-		if e, ok := sc.prefixed(i, "dapi", clsHex, 32); ok {
-			return i, e
-		}
 	case 'B', 'b':
-		return sc.bearerAt(i)
+		a, e := sc.bearerAt(i)
+		return a, e, true
 	case ':':
 		if strings.HasPrefix(t, "://") {
-			return sc.userinfoAt(i + 3)
+			a, e := sc.userinfoAt(i + 3)
+			return a, e, true
 		}
-		return sc.assignmentAt(i)
+		if a, e := sc.bareUserinfoAt(i); e > a {
+			return a, e, true
+		}
+		if a, e := sc.telegramAt(i); e > a {
+			return a, e, false
+		}
+		a, e := sc.assignmentAt(i)
+		return a, e, true
 	case '=':
-		return sc.assignmentAt(i)
+		a, e := sc.assignmentAt(i)
+		return a, e, true
+	case '"', '\'':
+		a, e := sc.argPairAt(i)
+		return a, e, true
+	case '<':
+		a, e := sc.xmlAt(i)
+		return a, e, true
 	}
-	return i, i
+	return i, i, false
+}
+
+// anthropicShape: an "sk-ant-" key is "sk-ant-<kind>-", at least 80
+// bytes, and "AA" at the end; other "sk-" keys pass.
+func anthropicShape(k string) bool {
+	if !strings.HasPrefix(k, "sk-ant-") {
+		return true
+	}
+	d := strings.IndexByte(k[7:], '-')
+	return d > 0 && len(k)-8-d >= 80 && strings.HasSuffix(k, "AA")
+}
+
+func leadingDigits(b string) int {
+	n := 0
+	for n < len(b) && b[n] >= '0' && b[n] <= '9' {
+		n++
+	}
+	return n
+}
+
+// slackBody reports whether the part of a Slack token after "xox?-" looks
+// like one: digits before its first '-' (placeholders such as
+// "xoxb-xoxb-my-bot-token" or "xoxp-XXXX-…" have none).
+func slackBody(b string) bool {
+	d := strings.IndexByte(b, '-')
+	if d < 0 {
+		d = len(b)
+	}
+	return d > 0 && hasDigit(b[:d]) && !placeholder(b)
 }
 
 // prefixed matches prefix at s[i] followed by at least min bytes of class
 // cls, and returns the end of that run.
-func (sc *scanner) prefixed(i int, prefix string, cls uint8, min int) (int, bool) {
+func (sc *scanner) prefixed(i int, prefix string, cls uint16, min int) (int, bool) {
 	s := sc.s
 	if !strings.HasPrefix(s[i:], prefix) {
 		return 0, false
@@ -296,10 +475,15 @@ func (sc *scanner) prefixed(i int, prefix string, cls uint8, min int) (int, bool
 // run ("sk-sk-sk-…", "AKIAAKIA…") costs O(1) per firing instead of a rescan
 // of the run, which would make hostile input quadratic.
 type scanner struct {
-	s     string
-	depth int   // nesting of widen
-	valid uint8 // bit k set when runs[k] holds a run of class 1<<k
-	runs  [8]runInfo
+	s      string
+	from   int // where the current search began: no span starts before
+	depth  int // nesting of widen
+	decode int // nesting of encoded blobs being scanned
+	// kubernetesSecret's answer for the document [k8sFrom, k8sTo).
+	k8s            bool
+	k8sFrom, k8sTo int
+	valid          uint16 // bit k set when runs[k] holds a run of class 1<<k
+	runs           [numClasses]runInfo
 }
 
 // runInfo is a maximal run [start, end) of one class, with the last index
@@ -307,12 +491,12 @@ type scanner struct {
 type runInfo struct{ start, end, up, lo, dg int }
 
 // runEnd returns the end of the run of class cls that starts at s[i].
-func (sc *scanner) runEnd(i int, cls uint8) int {
+func (sc *scanner) runEnd(i int, cls uint16) int {
 	return sc.run(i, cls).end
 }
 
-func (sc *scanner) run(i int, cls uint8) runInfo {
-	k := bits.TrailingZeros8(cls)
+func (sc *scanner) run(i int, cls uint16) runInfo {
+	k := bits.TrailingZeros16(cls)
 	if cls&(cls-1) != 0 {
 		k = -1 // a union of classes: not cached
 	}
@@ -343,7 +527,7 @@ func (sc *scanner) run(i int, cls uint8) runInfo {
 
 // classesFrom counts the character classes (upper, lower, digit) in the
 // run of class cls from a to its end.
-func (sc *scanner) classesFrom(a int, cls uint8) int {
+func (sc *scanner) classesFrom(a int, cls uint16) int {
 	r := sc.run(a, cls)
 	n := 0
 	for _, last := range [...]int{r.up, r.lo, r.dg} {
@@ -355,7 +539,7 @@ func (sc *scanner) classesFrom(a int, cls uint8) int {
 }
 
 // digitFrom reports whether the run of class cls from a holds a digit.
-func (sc *scanner) digitFrom(a int, cls uint8) bool {
+func (sc *scanner) digitFrom(a int, cls uint16) bool {
 	return sc.run(a, cls).dg >= a
 }
 
@@ -420,7 +604,7 @@ func awsSecretShape(t string) bool {
 func (sc *scanner) jwtAt(i int) (int, int) {
 	s := sc.s
 	if !strings.HasPrefix(s[i:], "eyJ") {
-		return i, i
+		return sc.eyPairAt(i)
 	}
 	e := sc.runEnd(i, clsURL64)
 	if e-i < 10 || e >= len(s) || s[e] != '.' {
@@ -432,6 +616,33 @@ func (sc *scanner) jwtAt(i int) (int, int) {
 	}
 	for seg := 2; seg < 5 && e2 < len(s) && s[e2] == '.'; seg++ {
 		e2 = sc.runEnd(e2+1, clsURL64)
+	}
+	return i, e2
+}
+
+// eyPairAt matches what gitleaks takes for a JWT without the '{"' of a
+// real one: two '.'-separated segments of at least 19 bytes that both
+// start "ey", then optionally a third.
+func (sc *scanner) eyPairAt(i int) (int, int) {
+	s := sc.s
+	if !strings.HasPrefix(s[i:], "ey") || !sc.boundaryBefore(i) {
+		return i, i
+	}
+	e := sc.runEnd(i, clsAlnum)
+	if e-i < 19 || e+3 >= len(s) || s[e] != '.' || s[e+1:e+3] != "ey" {
+		return i, i
+	}
+	e2 := sc.runEnd(e+1, clsURL64)
+	if e2-e-1 < 19 {
+		return i, i
+	}
+	if e2 < len(s) && s[e2] == '.' {
+		if e3 := sc.runEnd(e2+1, clsURL64); e3-e2-1 >= 10 {
+			e2 = e3
+			for k := 0; k < 2 && e2 < len(s) && s[e2] == '='; k++ {
+				e2++
+			}
+		}
 	}
 	return i, e2
 }
@@ -451,6 +662,9 @@ func (sc *scanner) pemAt(i int) (int, int) {
 		return i, i
 	}
 	body := h + hend + 5
+	if !hasBase64Run(s[body:min(len(s), body+256)], 20) {
+		return i, i // "-----BEGIN PRIVATE KEY-----\n...": no key in it
+	}
 	end := strings.Index(s[body:], "-----END ")
 	if end < 0 {
 		return i, len(s)
@@ -460,6 +674,19 @@ func (sc *scanner) pemAt(i int) (int, int) {
 		return i, tail + close + 5
 	}
 	return i, len(s)
+}
+
+// hasBase64Run reports whether s holds n [A-Za-z0-9+/] bytes in a row.
+func hasBase64Run(s string, n int) bool {
+	k := 0
+	for i := 0; i < len(s); i++ {
+		if class[s[i]]&clsStd64 == 0 {
+			k = 0
+		} else if k++; k >= n {
+			return true
+		}
+	}
+	return false
 }
 
 // flagAt matches command-line credentials given as separate arguments:
@@ -509,16 +736,60 @@ func (sc *scanner) flagAt(i int) (int, int) {
 		e++
 	}
 	if userFlag {
-		colon := strings.IndexByte(s[a:e], ':')
-		if colon < 0 || startsWithMarker(s[a+colon+1:e]) {
-			return i, i
-		}
-		a += colon + 1
+		return sc.userPassword(i, a, e, q)
 	}
-	if e <= a {
+	if e <= a || placeholderValue(s[a:e]) {
 		return i, i
 	}
 	return a, sc.widen(a, e)
+}
+
+// userPassword finds the password in the argument of "-u"/"--user" that
+// runs from a to e (q is its quote, 0 for none): after the first ':', and
+// also in user:'password' and "user":"password" forms. When the password
+// is empty ("-u APIKEY:", as Stripe's and many APIs' docs write it) the
+// user name is the secret.
+func (sc *scanner) userPassword(i, a, e int, q byte) (int, int) {
+	s := sc.s
+	if q != 0 && e+1 < len(s) && s[e] == q && s[e+1] == ':' {
+		// "user":"password": the password follows the closing quote.
+		p := e + 2
+		pq := byte(0)
+		if p < len(s) && (s[p] == '"' || s[p] == '\'') {
+			pq = s[p]
+			p++
+		}
+		pe := p
+		for pe < len(s) && s[pe] != '\n' && (pq != 0 && s[pe] != pq || pq == 0 && s[pe] != ' ' && s[pe] != '\t') {
+			pe++
+		}
+		if pe <= p || startsWithMarker(s[p:]) || placeholderValue(s[p:pe]) {
+			return i, i
+		}
+		return p, sc.widen(p, pe)
+	}
+	colon := strings.IndexByte(s[a:e], ':')
+	if colon < 0 || startsWithMarker(s[a+colon+1:e]) || placeholderValue(s[a:e]) {
+		return i, i
+	}
+	p := a + colon + 1
+	if p == e && q == 0 && e+1 < len(s) && (s[e] == '\'' || s[e] == '"') {
+		// user:'password'
+		pq := s[e]
+		if end := strings.IndexByte(s[e+1:], pq); end > 0 {
+			p, e = e+1, e+1+end
+		}
+	}
+	if p == e {
+		if colon == 0 || placeholderValue(s[a:a+colon]) {
+			return i, i
+		}
+		return a, sc.widen(a, a+colon) // "-u APIKEY:"
+	}
+	if placeholderValue(s[p:e]) {
+		return i, i
+	}
+	return p, sc.widen(p, e)
 }
 
 // bearerAt matches the credential after "Bearer " (any case). To keep
@@ -538,7 +809,7 @@ func (sc *scanner) bearerAt(i int) (int, int) {
 		a++
 	}
 	e := sc.runEnd(a, clsBearer)
-	if e-a < 8 || startsWithMarker(s[a:]) {
+	if e-a < 8 || startsWithMarker(s[a:]) || placeholderValue(s[a:e]) {
 		return i, i
 	}
 	if e-a < 20 && !hasDigit(s[a:e]) && !hasNonAlnum(s[a:e]) {
@@ -576,7 +847,7 @@ func (sc *scanner) userinfoAt(a int) (int, int) {
 		return a, a
 	}
 	colon := strings.IndexByte(s[a:at], ':')
-	if colon < 0 || a+colon+1 == at || isMarker(s[a+colon+1:at]) || isMarker(s[a:at]) {
+	if colon < 0 || a+colon+1 == at || isMarker(s[a+colon+1:at]) || isMarker(s[a:at]) || placeholderValue(s[a+colon+1:at]) {
 		return a, a
 	}
 	// The scan resumes after the password, so a token used as the user
@@ -592,15 +863,7 @@ func (sc *scanner) userinfoAt(a int) (int, int) {
 func (sc *scanner) anyIn(a, e int) bool {
 	s := sc.s
 	for j := a; j < e; j++ {
-		c := s[j]
-		if !firstByte[c] {
-			continue
-		}
-		var n byte
-		if j+1 < len(s) {
-			n = s[j+1]
-		}
-		if pairTrig[int(c)<<8|int(n)] {
+		if triggered(s, j) {
 			if x, y := sc.find(j); y > x {
 				return true
 			}
@@ -609,36 +872,65 @@ func (sc *scanner) anyIn(a, e int) bool {
 	return e-a == 40 && awsSecretShape(s[a:e])
 }
 
-// assignmentAt matches the value in "name = value", "name: value",
-// "name := value", "name => value", "\"name\": \"value\"" and the same with
-// JSON-escaped quotes, when name is secret by sensitiveName. i is the index
-// of the ':' or '='.
+// assignmentAt matches the value in "name = value", "name: value", the
+// operators ":=", "::=", ":::=", "?=", "??=", ".=", "+=", "=>", typed
+// declarations ("var name string = value", "name: String = value"),
+// "\"name\": \"value\"" and the same with JSON-escaped quotes, when name is
+// secret by sensitiveName. i is the index of the ':' or '='.
 func (sc *scanner) assignmentAt(i int) (int, int) {
 	s := sc.s
-	sep := i + 1
-	if s[i] == '=' {
+	sep := i + 1 // the first byte after the operator
+	op := i      // the first byte of the operator
+	switch s[i] {
+	case '=':
 		if i > 0 && strings.IndexByte(":=!<>", s[i-1]) >= 0 {
-			return i, i // second byte of ":=", "==", "!=", "<=", ">="
+			return i, i // ":=" (handled at its ':'), "==", "!=", "<=", ">="
 		}
 		if sep < len(s) && s[sep] == '=' {
 			return i, i // "=="
 		}
-	}
-	if sep < len(s) && (s[sep] == '>' && s[i] == '=' || s[sep] == '=' && s[i] == ':') {
-		sep++ // "=>", ":="
+		if sep < len(s) && s[sep] == '>' {
+			sep++ // "=>"
+		}
+		for op > 0 && i-op < 2 && strings.IndexByte("?.+|", s[op-1]) >= 0 {
+			op-- // ".=", "?=", "??=", "+=", "||="
+		}
+	case ':':
+		k := sep
+		for k < len(s) && k-i < 3 && s[k] == ':' {
+			k++
+		}
+		if k < len(s) && s[k] == '=' {
+			sep = k + 1 // ":=", "::=", ":::="
+		} else if k > sep {
+			return i, i // "::" is a scope ("std::string"), not an operator
+		}
 	}
 	// The name: skip closing quotes, escapes and blanks, then take the
-	// identifier.
-	j := i - 1
-	for k := 0; k < 4 && j >= 0 && (s[j] == '"' || s[j] == '\'' || s[j] == '`' || s[j] == '\\' || s[j] == ' ' || s[j] == '\t'); k++ {
-		j--
-	}
-	n := j
-	for n >= 0 && j-n < 64 && (isAlnum(s[n]) || s[n] == '_' || s[n] == '-' || s[n] == '.') {
-		n--
-	}
-	if n == j || !sensitiveName(s[n+1:j+1]) {
+	// identifier; after a type ("apiToken string ="), the one before it.
+	n, j := nameBefore(s, op-1)
+	if n == j {
 		return i, i
+	}
+	switch name := s[n+1 : j+1]; {
+	case sensitiveName(name):
+	case s[i] == ':' && sep == i+1:
+		return sc.k8sDataAt(i, n+1)
+	case s[i] == '=' && strings.EqualFold(name, "value") && sensitiveAttrBefore(s, n):
+	default:
+		if s[i] != '=' || !typeWord(name) {
+			return i, i
+		}
+		k := n
+		for k >= 0 && n-k < 4 && (s[k] == ' ' || s[k] == '\t' || s[k] == ':') {
+			k--
+		}
+		if k == n {
+			return i, i
+		}
+		if n, j = nameBefore(s, k); n == j || !sensitiveName(s[n+1:j+1]) {
+			return i, i
+		}
 	}
 	wholeLine := hasSuffixFold(s[n+1:j+1], "cookie") || hasSuffixFold(s[n+1:j+1], "authorization")
 	// The value.
@@ -649,8 +941,14 @@ func (sc *scanner) assignmentAt(i int) (int, int) {
 	if a >= len(s) {
 		return i, i
 	}
+	if s[i] == ':' && sep == i+1 {
+		a = skipTypeAnnotation(s, a)
+	}
 	// "Authorization: Bearer x": redact the credential, not the scheme.
 	a = schemeEnd(s, a)
+	if a >= len(s) {
+		return i, i
+	}
 	if v := s[a:]; startsWithMarker(v) || len(v) > 2 && v[0] == '\\' && startsWithMarker(v[2:]) || len(v) > 1 && strings.IndexByte("\"'`", v[0]) >= 0 && startsWithMarker(v[1:]) {
 		return i, i // already redacted; checked before the value is measured, so that this costs O(1)
 	}
@@ -675,6 +973,9 @@ func (sc *scanner) assignmentAt(i int) (int, int) {
 			e++
 		}
 		e = min(e, len(s))
+		if q == '`' && strings.IndexByte(s[a:e], ' ') >= 0 {
+			return i, i // a shell `command`, not a value
+		}
 	case s[a] == '{' || s[a] == '[':
 		return i, i // a structure: its own names are checked as the scan goes on
 	case s[a] == '|' || s[a] == '>':
@@ -696,10 +997,50 @@ func (sc *scanner) assignmentAt(i int) (int, int) {
 		return i, i
 	}
 	switch v := s[a:e]; {
-	case v == "null", v == "true", v == "false", v == "None", v == "nil":
+	case v == "null", v == "true", v == "false", v == "None", v == "nil", placeholderValue(v):
 		return i, i
 	}
 	return a, sc.widen(a, e)
+}
+
+// nameBefore returns the identifier ending at or before s[j], after
+// skipping up to four closing quotes, escapes and blanks: it is
+// s[n+1:j+1], empty when n == j.
+func nameBefore(s string, j int) (n, end int) {
+	for k := 0; k < 4 && j >= 0 && (s[j] == '"' || s[j] == '\'' || s[j] == '`' || s[j] == '\\' || s[j] == ' ' || s[j] == '\t'); k++ {
+		j--
+	}
+	for k := 0; k < 60 && j >= 0 && (s[j] == ' ' || s[j] == '\t'); k++ {
+		j-- // aligned columns: "password       = …"
+	}
+	n = j
+	for n >= 0 && j-n < 64 && (isAlnum(s[n]) || s[n] == '_' || s[n] == '-' || s[n] == '.') {
+		n--
+	}
+	return n, j
+}
+
+// skipTypeAnnotation returns where the value starts in "name: Type =
+// value" (Kotlin, TypeScript, Python), given a at "Type"; else a.
+func skipTypeAnnotation(s string, a int) int {
+	w := a
+	for w < len(s) && (isAlnum(s[w]) || s[w] == '_') {
+		w++
+	}
+	if w == a || !typeWord(s[a:w]) {
+		return a
+	}
+	for w < len(s) && (s[w] == ' ' || s[w] == '\t') {
+		w++
+	}
+	if w >= len(s) || s[w] != '=' || w+1 < len(s) && s[w+1] == '=' {
+		return a
+	}
+	w++
+	for w < len(s) && (s[w] == ' ' || s[w] == '\t') {
+		w++
+	}
+	return w
 }
 
 // yamlBlock finds the block scalar introduced by the indicator at s[ind]
@@ -794,7 +1135,7 @@ func schemeEnd(s string, a int) int {
 	for w < len(s) && s[w] == ' ' {
 		w++
 	}
-	if w >= len(s) || valueStop(s[w]) {
+	if w >= len(s) || s[w] == '\n' || s[w] == '\r' || s[w] == '"' || s[w] == '\'' || s[w] == '\\' {
 		return a
 	}
 	return w
@@ -818,15 +1159,7 @@ func (sc *scanner) widen(a, e int) int {
 	sc.depth++
 	end := e
 	for j := a; j < e; j++ {
-		c := s[j]
-		if !firstByte[c] {
-			continue
-		}
-		var n byte
-		if j+1 < len(s) {
-			n = s[j+1]
-		}
-		if !pairTrig[int(c)<<8|int(n)] {
+		if !triggered(s, j) {
 			continue
 		}
 		if x, y := sc.find(j); y > x {

@@ -33,6 +33,7 @@ const (
 	fakeSlackBot     = "xoxb-734337344197-9237609260309-jAdTdlzC5T4uUhf7kvmlP7HV"
 	fakeSlackUser    = "xoxp-704655721014-156183654610-7358735570636-1c1e21862ab8a18a8902073fec8df4f5"
 	fakeSlackApp     = "xapp-1-ATJPUU3XF6M-6236107885261-28263dfe574de739988b886e7577496a2c8773e130f7eb19731662b5e803b61b"
+	fakeSlackConfig  = "xoxe.xoxp-1-Mi0yLTE3NzY2MzQxMDQzNTUtNDgxNTc4ODkwMTIzNC00ODE1Nzg4OTAxMjM0LTQ4MTU3ODg5MDEyMzQtZjRkYzk2N2M4YjNhNTNmMjE5OWRmNTk3ZTZhMWIyYzNkNGU1ZjZhN2I4YzlkMGUxZjJhM2I0YzVkNmU3Zjhh"
 	fakeSlackHook    = "TVJCNQCNA/BU0XLTENC/YFJEeAgYzQJjOIfPkzSrAsQt"
 	fakeNPM          = "npm_A9dtVK4wAAb3XZxPmzUzn8aB5kBh0fzK4xDX"
 	fakeHF           = "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"
@@ -91,6 +92,7 @@ func secretCases() []secretCase {
 		{"slack bot token", "SLACK=" + fakeSlackBot, fakeSlackBot},
 		{"slack user token", "tok " + fakeSlackUser, fakeSlackUser},
 		{"slack app token", fakeSlackApp + "\n", fakeSlackApp},
+		{"slack configuration token", "SLACK_CONFIG=" + fakeSlackConfig, fakeSlackConfig},
 		{"slack webhook", "POST https://hooks.slack.com/services/" + fakeSlackHook, "services/" + fakeSlackHook},
 		{"npm token in npmrc", "//registry.npmjs.org/:_authToken=" + fakeNPM, fakeNPM},
 		{"hugging face token", "hf " + fakeHF, fakeHF},
