@@ -99,6 +99,12 @@ type MCPBridgeConfig struct {
 type TrustedConfig struct {
 	TokenTTLSeconds int    `yaml:"token-ttl-seconds" validate:"gte=0,lte=86400"`
 	Store           string `yaml:"store" validate:"omitempty,store"`
+	// MaxTokensPerPrincipal and MaxTokenBytesPerPrincipal cap the live
+	// (minted, unredeemed, unexpired) tokens of one principal: 0 means the
+	// defaults (64 tokens, 32 MiB), -1 no cap. Beyond, a preview is refused
+	// with rate_limited (429, Retry-After).
+	MaxTokensPerPrincipal     int   `yaml:"max-tokens-per-principal" validate:"gte=-1"`
+	MaxTokenBytesPerPrincipal int64 `yaml:"max-token-bytes-per-principal" validate:"gte=-1"`
 }
 
 // AuditConfig is harness.audit.

@@ -193,18 +193,11 @@ func (f trustedFlow) Execute(ctx context.Context, token string) (action.Observat
 // workspace, as `harness mcp` does.
 func newTrustedFlow(t testing.TB, h *runtime.Harness) TrustFlow {
 	t.Helper()
-	mountedMu.Lock()
-	ws := harnessWorkspaces[h]
-	mountedMu.Unlock()
-	files, err := trusted.OpenRootFiles(ws.Root())
+	svc, err := trusted.NewService(trusted.Options{Harness: h, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := trusted.NewService(trusted.Options{Harness: h, Planners: trusted.WorkspacePlanners(ws), Files: files, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Close(); files.Close() })
+	t.Cleanup(func() { svc.Close() })
 	return trustedFlow{svc}
 }
 

@@ -182,28 +182,24 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (p *Pipeline, e
 	return p, nil
 }
 
-// openTrusted builds the trusted service: the token store, the file
-// checker over the root, the metrics, the audit of token records.
+// openTrusted builds the trusted service: the token store, the metrics,
+// the audit of token records.
 func (p *Pipeline) openTrusted(ctx context.Context) error {
 	cfg := p.Config
-	store, err := trusted.OpenStore(ctx, cfg.Harness.Trusted.Store)
+	store, err := trusted.OpenStoreLimits(ctx, cfg.Harness.Trusted.Store, trusted.TokenLimits{
+		MaxTokens: cfg.Harness.Trusted.MaxTokensPerPrincipal, MaxBytes: cfg.Harness.Trusted.MaxTokenBytesPerPrincipal,
+	})
 	if err != nil {
 		return fmt.Errorf("harness.trusted.store: %w", err)
 	}
 	p.closers = append(p.closers, store.Close)
-	files, err := trusted.OpenRootFiles(p.Workspace.Root())
-	if err != nil {
-		return err
-	}
-	p.closers = append(p.closers, files.Close)
 	p.Metrics = trusted.NewMetrics()
 	if ms, ok := store.(*trusted.MemoryStore); ok {
 		ms.OnExpire(p.Metrics.Expired)
 	}
 	p.Trusted, err = trusted.NewService(trusted.Options{
 		Harness: p.Harness, Store: store,
-		TTL:      time.Duration(cfg.Harness.Trusted.TokenTTLSeconds) * time.Second,
-		Planners: trusted.WorkspacePlanners(p.Workspace), Files: files,
+		TTL:    time.Duration(cfg.Harness.Trusted.TokenTTLSeconds) * time.Second,
 		Events: p.Metrics.Token, Audit: p.tokenAudit(), Logger: p.log,
 	})
 	if err != nil {

@@ -22,6 +22,9 @@ type PendingApproval struct {
 	Principal string
 	// Preview is what the person decides on.
 	Preview map[string]any
+	// Preconditions are what the plan depends on; the approved action runs
+	// only while they hold.
+	Preconditions []action.FileState
 	// Decision is the step and rule that asked.
 	Decision action.Decision
 	// Created is when the guard asked.

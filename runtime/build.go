@@ -14,35 +14,51 @@ import (
 	"github.com/harness-runtime/harness/workspace"
 )
 
-// Previewer is implemented by runtimes that can say what an action would
-// do without doing it: the diff of a patch and the hashes of the files it
-// touches, the argv and limits of a command. The trusted preview flow uses
-// it; runtimes without it are previewed by their sanitized input.
-type Previewer interface {
-	Preview(ctx context.Context, a action.Action) (map[string]any, error)
+// Planner is implemented by runtimes that can say what an action would do
+// without doing it, and what it depends on: the diff of a patch and the
+// hashes of the files it touches, the argv and limits of a command and the
+// tree it reads. The trusted preview flow and approvals store the plan's
+// preconditions and hand them back (action.WithPreconditions) when the
+// action runs; such a runtime must then run it only while they hold.
+// Runtimes without a Planner are planned as their sanitized input, with no
+// precondition.
+type Planner interface {
+	Plan(ctx context.Context, a action.Action) (action.Plan, error)
 }
 
-// Preview runs the guard as if the action were trusted (the caller vouches
-// for having the agent:trusted permission) and, when it allows, asks the
-// action's runtime for a preview. Nothing is dispatched and no event is
-// emitted. A refusal comes back as the decision; a preview failure as an
-// error carrying its code.
-func (h *Harness) Preview(ctx context.Context, a action.Action) (policy.Decision, *schema.ActionSchema, map[string]any, error) {
-	a.Trusted = true
-	d, sc := h.Decide(ctx, a)
-	if !d.Allowed() {
-		return d, sc, nil, nil
+// Plan asks a's runtime for its plan, without deciding, dispatching or
+// emitting anything: the caller has run the guard.
+func (h *Harness) Plan(ctx context.Context, a action.Action) (action.Plan, error) {
+	sc, ok := h.registry.Lookup(a.Name)
+	if !ok {
+		return action.Plan{}, action.Errorf(action.CodeUnknownAction, "no action named %q is registered", a.Name)
 	}
 	m, ok := h.runtimes[sc.Runtime]
 	if !ok {
-		return d, sc, nil, action.Errorf(action.CodeInternal, "no runtime %q is mounted for %s", sc.Runtime, a.Name)
+		return action.Plan{}, action.Errorf(action.CodeInternal, "no runtime %q is mounted for %s", sc.Runtime, a.Name)
 	}
-	p, ok := m.rt.(Previewer)
-	if !ok {
-		return d, sc, map[string]any{"input": h.sanitizer.Value(a.Input, sc.Sensitive)}, nil
+	if p, ok := m.rt.(Planner); ok {
+		return p.Plan(ctx, a)
 	}
-	preview, err := p.Preview(ctx, a)
-	return d, sc, preview, err
+	return action.Plan{Preview: map[string]any{"input": h.sanitizer.Value(a.Input, sc.Sensitive)}}, nil
+}
+
+// Preview runs the guard as if the action were trusted (the caller vouches
+// for having the agent:trusted permission) in the preview phase and, when
+// it allows, returns the action's plan's preview. Nothing is dispatched and
+// no event is emitted. A refusal comes back as the decision; a planning
+// failure as an error carrying its code.
+func (h *Harness) Preview(ctx context.Context, a action.Action) (policy.Decision, *schema.ActionSchema, map[string]any, error) {
+	a.Trusted = true
+	d, sc := h.Decide(WithPhase(ctx, policy.PhasePreview), a)
+	if !d.Allowed() {
+		return d, sc, nil, nil
+	}
+	if d.Outcome == policy.Modify {
+		a.Input = d.Input
+	}
+	p, err := h.Plan(ctx, a)
+	return d, sc, p.Preview, err
 }
 
 // BuildOptions are what Build needs beyond the configuration.

@@ -393,7 +393,8 @@ func summarize(s Sanitizer, o *action.Observation) *ahp.ObservationSummary {
 // that will be refused gets no approval).
 func (h *Harness) ask(ctx context.Context, a action.Action, sc *schema.ActionSchema, d policy.Decision, obs action.Observation) action.Observation {
 	obs.Source, obs.Status, obs.Code, obs.Message = action.SourcePolicy, action.StatusNeedsConfirmation, action.CodeApprovalRequired, d.Message
-	preview, err := h.plan(ctx, sc, a)
+	plan, err := h.Plan(ctx, a)
+	preview := plan.Preview
 	if err != nil {
 		obs.Source, obs.Code, obs.Message = action.SourceHarness, action.CodeOf(err), action.MessageOf(err)
 		obs.Status = obs.Code.Status()
@@ -411,7 +412,7 @@ func (h *Harness) ask(ctx context.Context, a action.Action, sc *schema.ActionSch
 	a.Trusted = false
 	ap, err := h.approvals.Request(ctx, PendingApproval{
 		ActionID: obs.ActionID, Action: a, ActionHash: hash, Principal: PrincipalFrom(ctx),
-		Preview: preview, Decision: *d.Info(), Created: time.Now().UTC(),
+		Preview: preview, Preconditions: plan.Preconditions, Decision: *d.Info(), Created: time.Now().UTC(),
 	})
 	if err != nil {
 		obs.Source, obs.Status, obs.Code = action.SourceHarness, action.StatusError, action.CodeInternal
@@ -420,17 +421,4 @@ func (h *Harness) ask(ctx context.Context, a action.Action, sc *schema.ActionSch
 	}
 	obs.Approval = &ap
 	return obs
-}
-
-// plan computes what a would do without doing it: the runtime's preview
-// when it has one, else the sanitized input.
-func (h *Harness) plan(ctx context.Context, sc *schema.ActionSchema, a action.Action) (map[string]any, error) {
-	m, ok := h.runtimes[sc.Runtime]
-	if !ok {
-		return nil, action.Errorf(action.CodeInternal, "no runtime %q is mounted for %s", sc.Runtime, a.Name)
-	}
-	if p, ok := m.rt.(Previewer); ok {
-		return p.Preview(ctx, a)
-	}
-	return map[string]any{"input": h.sanitizer.Value(a.Input, sc.Sensitive)}, nil
 }

@@ -30,9 +30,7 @@ func Example() {
 		panic(err)
 	}
 	defer ws.Close()
-	files, _ := trusted.OpenRootFiles(ws.Root())
-	defer files.Close()
-	svc, _ := trusted.NewService(trusted.Options{Harness: h, Planners: trusted.WorkspacePlanners(ws), Files: files})
+	svc, _ := trusted.NewService(trusted.Options{Harness: h})
 	defer svc.Close()
 
 	alice := trusted.Principal{Name: "alice"}

@@ -143,9 +143,6 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 		}))
 	}
 
-	files, err := OpenRootFiles(ws.Root())
-	require.NoError(t, err)
-	t.Cleanup(func() { files.Close() })
 	clock := &fakeClock{t: time.Now()}
 	var tokenAudit audit.Appender = alog
 	if o.audit != nil {
@@ -154,7 +151,7 @@ func newFixture(t testing.TB, o fixtureOpts) *fixture {
 	metrics := NewMetrics()
 	svc, err := NewService(Options{
 		Harness: h, Store: o.store, TTL: time.Duration(cfg.Harness.Trusted.TokenTTLSeconds) * time.Second,
-		Planners: WorkspacePlanners(ws), Files: files, Events: metrics.Token, Audit: tokenAudit, Now: clock.Now, Logger: logger,
+		Events: metrics.Token, Audit: tokenAudit, Now: clock.Now, Logger: logger,
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { svc.Close() })

@@ -407,6 +407,14 @@ func (s *Server) observe(name string, obs action.Observation, start time.Time) {
 func (s *Server) writeActionError(w http.ResponseWriter, err error, status func(action.Code) int) {
 	code := action.CodeOf(err)
 	msg := action.MessageOf(err)
+	var ae *action.Error
+	if code == action.CodeRateLimited && errors.As(err, &ae) {
+		if ms, ok := ae.Payload["retry_after_ms"].(int64); ok && ms > 0 {
+			w.Header().Set("Retry-After", strconv.FormatInt((ms+999)/1000, 10))
+		} else {
+			w.Header().Set("Retry-After", "1")
+		}
+	}
 	if code == action.CodeInternal {
 		s.log.Error("http: internal error", "err", err)
 		msg = "internal error"

@@ -646,3 +646,24 @@ func TestPreviewMintsNothingWhenTheAuditCannotRecord(t *testing.T) {
 	require.Equal(t, "internal", errCode(body))
 	require.Equal(t, 0, f.Service.Store().(*MemoryStore).Len(), "no token stored")
 }
+
+// A principal at its token cap gets 429 with Retry-After, and nothing is
+// stored.
+func TestPreviewOverTheTokenCapIs429WithRetryAfter(t *testing.T) {
+	store := NewMemoryStore(0)
+	store.SetLimits(TokenLimits{MaxTokens: 2})
+	f := newFixture(t, fixtureOpts{store: store})
+	for i := range 2 {
+		s, m := call(t, "POST", f.URL+"/v1/actions/preview", keyAlice, patchAction("f.txt", fmt.Sprintf("v%d\n", i)))
+		require.Equal(t, 200, s, "%v", m)
+	}
+	body := `{"name":"workspace_apply_patch","input":{"path":"f.txt","content":"v3\n"}}`
+	req, err := http.NewRequest("POST", f.URL+"/v1/actions/preview", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+keyAlice)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, 429, resp.StatusCode)
+	require.NotEmpty(t, resp.Header.Get("Retry-After"))
+}

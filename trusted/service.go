@@ -4,12 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
-	"path"
-	"sort"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/harness-runtime/harness/action"
@@ -39,13 +34,6 @@ type Options struct {
 	Store TokenStore
 	// TTL is the lifetime of a token; zero means DefaultTTL.
 	TTL time.Duration
-	// Planners compute previews and file preconditions by action name.
-	// Actions without one are previewed by Harness.Preview (the runtime's
-	// Previewer, or the sanitized input) and carry no file precondition.
-	Planners map[string]Planner
-	// Files checks file preconditions at execute. A record with file
-	// preconditions and no Files checker is refused (fail closed).
-	Files FileChecker
 	// Events, when set, is told of every token event (see TokenEvent).
 	Events func(TokenEvent)
 	// Audit, when set, receives a record for every token minted or
@@ -77,19 +65,10 @@ type Service struct {
 	store    TokenStore
 	ownStore bool
 	ttl      time.Duration
-	planners map[string]Planner
-	files    FileChecker
 	events   func(TokenEvent)
 	audit    audit.Appender
 	now      func() time.Time
 	log      *slog.Logger
-
-	// stripes serialise trusted executes that touch the same files in
-	// this process, so that the precondition check and the write are not
-	// interleaved with another trusted write of the same file. There are
-	// enough that executes of different files rarely share one (with 64,
-	// a third of 32 concurrent clients waited on another's write).
-	stripes [4096]sync.Mutex
 }
 
 // NewService returns a Service over opts.
@@ -98,8 +77,7 @@ func NewService(opts Options) (*Service, error) {
 		return nil, errors.New("trusted.NewService: a Harness is required")
 	}
 	s := &Service{
-		h: opts.Harness, store: opts.Store, ttl: opts.TTL, planners: opts.Planners,
-		files: opts.Files, events: opts.Events, audit: opts.Audit, now: opts.Now, log: opts.Logger,
+		h: opts.Harness, store: opts.Store, ttl: opts.TTL, events: opts.Events, audit: opts.Audit, now: opts.Now, log: opts.Logger,
 	}
 	if s.store == nil {
 		s.store, s.ownStore = NewMemoryStore(0), true
@@ -163,29 +141,20 @@ func (s *Service) Preview(ctx context.Context, p Principal, a action.Action) (Pr
 	}
 	ctx = runtime.WithPhase(runtime.WithPrincipal(ctx, p.Name), policy.PhasePreview)
 
-	var preview map[string]any
-	var files []FileState
-	if pl, ok := s.planners[a.Name]; ok {
-		ta := a
-		ta.Trusted = true
-		if d, _ := s.h.Decide(ctx, ta); !d.Allowed() {
-			return PreviewResult{}, &action.Error{Code: d.Code, Message: d.Message}
-		}
-		plan, err := pl.Plan(ctx, a)
-		if err != nil {
-			return PreviewResult{}, codeError(err)
-		}
-		preview, files = plan.Preview, plan.Files
-	} else {
-		d, _, pv, err := s.h.Preview(ctx, a)
-		if !d.Allowed() {
-			return PreviewResult{}, &action.Error{Code: d.Code, Message: d.Message}
-		}
-		if err != nil {
-			return PreviewResult{}, codeError(err)
-		}
-		preview = pv
+	// The guard decides as for a trusted action; the action's runtime plans
+	// it (the same plan an approval stores).
+	ta := a
+	ta.Trusted = true
+	if d, _ := s.h.Decide(ctx, ta); !d.Allowed() {
+		return PreviewResult{}, &action.Error{Code: d.Code, Message: d.Message}
+	} else if d.Outcome == policy.Modify {
+		a.Input = d.Input
 	}
+	plan, err := s.h.Plan(ctx, a)
+	if err != nil {
+		return PreviewResult{}, codeError(err)
+	}
+	preview, files := plan.Preview, plan.Preconditions
 	if preview == nil {
 		preview = map[string]any{}
 	}
@@ -207,6 +176,9 @@ func (s *Service) Preview(ctx context.Context, p Principal, a action.Action) (Pr
 		return PreviewResult{}, &action.Error{Code: action.CodeInternal, Message: "the audit log cannot record the token, so none is minted", Err: err}
 	}
 	if err := s.store.Put(ctx, id, rec); err != nil {
+		if errors.Is(err, ErrTokenLimit) {
+			return PreviewResult{}, err // rate_limited or too_large, with retry_after_ms
+		}
 		return PreviewResult{}, &action.Error{Code: action.CodeInternal, Message: "cannot store the token", Err: err}
 	}
 	s.events(TokenMinted)
@@ -239,12 +211,10 @@ func notFound() error {
 // foreign token (another principal's or tenant's) gives the same
 // *action.Error with code not_found; a foreign caller does not consume it.
 //
-// Before running, every file precondition of the preview is checked; if a
-// file changed, the answer is code stale_preview and nothing is touched. In
-// this process the check and the run hold a lock per file; across
-// processes, a single-file apply additionally passes the previewed hash to
-// the workspace as expected_sha256, so the workspace re-checks it at the
-// write. Once the token is consumed, the action is run detached from
+// The action runs with the preview's preconditions (action.WithPreconditions):
+// its runtime checks them under its own write locks and answers
+// stale_preview, touching nothing, if a file changed. Once the token is
+// consumed, the action is run detached from
 // ctx's cancellation (values are kept): a caller that disconnects does not
 // cut it short. Errors are *action.Error; a refused or failed action that
 // did run is an Observation, not an error.
@@ -273,17 +243,13 @@ func (s *Service) Execute(ctx context.Context, p Principal, token string) (actio
 		return action.Observation{}, action.Errorf(action.CodeInternal, "the stored action does not match the previewed hash")
 	}
 
-	unlock := s.lockFiles(rec.Files)
-	defer unlock()
-	if err := s.checkFiles(ctx, rec.Files); err != nil {
-		s.events(TokenStale)
-		s.record(ctx, TokenStale, id, rec, action.MessageOf(err))
-		return action.Observation{}, err
-	}
-	a = withPrecondition(a, rec.Files)
 	a.Trusted = true
 	// The run's events carry the action_id the minted record announced.
 	run := runtime.WithActionID(runtime.WithPrincipal(context.WithoutCancel(ctx), p.Name), runID(id))
+	// The runtime runs exactly the previewed plan: only while every file
+	// it was planned on is as it was (else stale_preview, nothing runs),
+	// checked under the runtime's own write locks.
+	run = action.WithPreconditions(run, rec.Files)
 	// The token is spent: the action runs to its end even if the caller
 	// goes away, so that a dropped connection never leaves a consumed token
 	// whose action was cut short. Runtimes bound it with their own limits.
@@ -295,88 +261,6 @@ func (s *Service) Execute(ctx context.Context, p Principal, token string) (actio
 	}
 	s.events(TokenRedeemed)
 	return obs, nil
-}
-
-// checkFiles compares every precondition with the file as it is now.
-func (s *Service) checkFiles(ctx context.Context, want []FileState) error {
-	if len(want) == 0 {
-		return nil
-	}
-	if s.files == nil {
-		return action.Errorf(action.CodeInternal, "the preview has file preconditions but no file checker is configured")
-	}
-	for _, w := range want {
-		got, err := s.files.State(ctx, w.Path)
-		if err != nil {
-			return &action.Error{Code: action.CodeInternal, Message: "cannot check " + w.Path, Err: err}
-		}
-		if got.Exists != w.Exists || got.SHA256 != w.SHA256 {
-			what := "changed"
-			switch {
-			case w.Exists && !got.Exists:
-				what = "was removed"
-			case !w.Exists && got.Exists:
-				what = "was created"
-			}
-			return action.Errorf(action.CodeStalePreview, "%s %s since the preview; preview again", w.Path, what)
-		}
-	}
-	return nil
-}
-
-// withPrecondition passes the previewed hash of the one file a single-path
-// apply modifies as expected_sha256, unless the input already has one, so
-// that the workspace checks it again at the moment of writing.
-func withPrecondition(a action.Action, files []FileState) action.Action {
-	if a.Name != "workspace_apply_patch" || len(files) != 1 || !files[0].Exists {
-		return a
-	}
-	p, _ := a.Input["path"].(string)
-	if p == "" || path.Clean(strings.TrimPrefix(p, "./")) != files[0].Path {
-		return a
-	}
-	if _, has := a.Input["expected_sha256"]; has {
-		return a
-	}
-	in := make(map[string]any, len(a.Input)+1)
-	for k, v := range a.Input {
-		in[k] = v
-	}
-	in["expected_sha256"] = files[0].SHA256
-	a.Input = in
-	return a
-}
-
-// lockFiles takes the stripes of every path, in index order.
-func (s *Service) lockFiles(files []FileState) (unlock func()) {
-	if len(files) == 0 {
-		return func() {}
-	}
-	idx := make([]int, 0, len(files))
-	seen := map[int]bool{}
-	for _, f := range files {
-		i := s.stripe(f.Path)
-		if !seen[i] {
-			seen[i] = true
-			idx = append(idx, i)
-		}
-	}
-	sort.Ints(idx)
-	for _, i := range idx {
-		s.stripes[i].Lock()
-	}
-	return func() {
-		for j := len(idx) - 1; j >= 0; j-- {
-			s.stripes[idx[j]].Unlock()
-		}
-	}
-}
-
-// stripe is the index of path's stripe.
-func (s *Service) stripe(path string) int {
-	h := fnv.New32a()
-	h.Write([]byte(path))
-	return int(h.Sum32() % uint32(len(s.stripes)))
 }
 
 // String describes the service for logs.

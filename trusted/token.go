@@ -62,11 +62,7 @@ func wellFormed(token string) bool {
 // FileState is a precondition on one workspace file, captured at preview:
 // the file at Path exists with content of hex SHA-256 SHA256, or (Exists
 // false) does not exist at all.
-type FileState struct {
-	Path   string `json:"path"`
-	Exists bool   `json:"exists"`
-	SHA256 string `json:"sha256,omitempty"`
-}
+type FileState = action.FileState
 
 // Record is what a store keeps for one token. It holds everything Execute
 // needs, so that what runs is exactly what was previewed: the action

@@ -126,6 +126,7 @@ func (w *Workspace) applyPatch(ctx context.Context, in map[string]any) (map[stri
 		var err error
 		if !planned || w.checkUnchanged(plan) != nil {
 			plan, err = w.plan(ctx, in, true)
+			err = w.staleOr(ctx, err)
 		}
 		if err == nil && !coveredBy(w.planKeys(plan), keys) {
 			// The plan touches paths not locked (the first plan of a
@@ -135,6 +136,9 @@ func (w *Workspace) applyPatch(ctx context.Context, in map[string]any) (map[stri
 			patchAll.RUnlock()
 			keys, planned = w.planKeys(plan), true
 			continue
+		}
+		if err == nil {
+			err = w.matchExpected(ctx, plan)
 		}
 		if err == nil {
 			err = w.commitPlan(ctx, plan)
@@ -151,12 +155,39 @@ func (w *Workspace) applyPatch(ctx context.Context, in map[string]any) (map[stri
 	defer patchAll.Unlock()
 	plan, err := w.plan(ctx, in, true)
 	if err != nil {
+		return nil, w.staleOr(ctx, err)
+	}
+	if err := w.matchExpected(ctx, plan); err != nil {
 		return nil, err
 	}
 	if err := w.commitPlan(ctx, plan); err != nil {
 		return nil, err
 	}
 	return plan.Payload(true), nil
+}
+
+// staleOr turns a planning failure of a redeemed preview into
+// stale_preview when a file it was planned on changed since: the patch
+// fails because the files moved, not because it was wrong.
+func (w *Workspace) staleOr(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if pre, ok := action.PreconditionsFrom(ctx); ok {
+		if serr := w.checkPreconditions(ctx, pre); action.CodeOf(serr) == action.CodeStalePreview {
+			return serr
+		}
+	}
+	return err
+}
+
+// matchExpected checks a patch plan made under its write locks against
+// the preconditions of a redeemed preview, when ctx carries them.
+func (w *Workspace) matchExpected(ctx context.Context, plan PatchPlan) error {
+	if pre, ok := action.PreconditionsFrom(ctx); ok {
+		return matchPatchPreconditions(plan, pre)
+	}
+	return nil
 }
 
 // inputKeys returns the lock key of the path input names, if it names one

@@ -208,6 +208,13 @@ func (w *Workspace) Run(ctx context.Context, a action.Action) (map[string]any, e
 		return w.listFiles(ctx, a.Input)
 	case "workspace_read_file":
 		return w.readFile(ctx, a.Input)
+	// A redeemed plan runs only while what it was planned on holds. A
+	// patch checks under its write locks (applyPatch); the rest here.
+	if pre, ok := action.PreconditionsFrom(ctx); ok && a.Name != "workspace_apply_patch" {
+		if err := w.checkPreconditions(ctx, pre); err != nil {
+			return nil, err
+		}
+	}
 	case "workspace_search_text":
 		return w.searchText(ctx, a.Input)
 	case "workspace_propose_patch":

@@ -1,7 +1,0 @@
-//go:build !unix
-
-package trusted
-
-import "os"
-
-const checkOpenFlags = os.O_RDONLY
