@@ -276,4 +276,3 @@ func (w *Workspace) treeFingerprint(ctx context.Context) (string, int, error) {
 }
 
 var errTreeTooLarge = errors.New("tree too large")
-
