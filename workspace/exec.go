@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -47,19 +47,29 @@ type CommandPlan struct {
 	Timeout time.Duration
 	// MaxOutputBytes caps stdout and stderr, each.
 	MaxOutputBytes int
-	// Sandbox is SandboxLandlock or SandboxNone; SandboxNote says why
-	// when the sandbox is missing or partial.
-	Sandbox     string
-	SandboxNote string
-	// SandboxRead and SandboxWrite list the directories the program may
-	// read (and execute) and also write beneath, when Sandbox is landlock.
+	// Sandbox is SandboxFull, SandboxPartial or SandboxNone;
+	// SandboxLayers lists the layers applied (SandboxLayer*),
+	// SandboxMissing those best-effort mode left out, and SandboxNote says
+	// why and what that gives up, or that the network is open to this
+	// command by configuration.
+	Sandbox        string
+	SandboxLayers  []string
+	SandboxMissing []string
+	SandboxNote    string
+	// SandboxRead and SandboxWrite list the directories (and files) the
+	// program may read (and execute) and also write beneath, under Landlock.
 	SandboxRead  []string
 	SandboxWrite []string
-	// NoNetwork reports that TCP bind and connect are denied.
+	// SandboxReadOnly lists what stays read-only although it lies in the
+	// root: .git and .harness (created as empty placeholders for the
+	// duration of the command when absent).
+	SandboxReadOnly []string
+	// NoNetwork reports that the command cannot reach any network.
 	NoNetwork bool
 
 	helper  string
 	policy  sandboxPolicy
+	ns      nsFlags
 	private string // per-root private directory (TMPDIR, caches)
 }
 
@@ -73,15 +83,14 @@ func (p CommandPlan) Preview() map[string]any {
 		"dir":              p.Dir,
 		"timeout_seconds":  p.Timeout.Seconds(),
 		"max_output_bytes": p.MaxOutputBytes,
-		"sandbox":          p.Sandbox,
-		"no_network":       p.NoNetwork,
 	}
-	if p.SandboxNote != "" {
-		m["sandbox_note"] = p.SandboxNote
-	}
-	if p.Sandbox == SandboxLandlock {
+	p.sandboxFields(m)
+	if len(p.SandboxRead) > 0 {
 		m["sandbox_read"] = p.SandboxRead
 		m["sandbox_write"] = p.SandboxWrite
+	}
+	if len(p.SandboxReadOnly) > 0 {
+		m["sandbox_read_only"] = p.SandboxReadOnly
 	}
 	return m
 }
@@ -217,11 +226,8 @@ func (w *Workspace) runPlan(ctx context.Context, plan CommandPlan) (map[string]a
 		"stdout_truncated": res.stdout.truncated,
 		"stderr_truncated": res.stderr.truncated,
 		"duration_ms":      float64(res.duration.Microseconds()) / 1000,
-		"sandbox":          plan.Sandbox,
 	}
-	if plan.SandboxNote != "" {
-		payload["sandbox_note"] = plan.SandboxNote
-	}
+	plan.sandboxFields(payload)
 	if res.timedOut {
 		return nil, &action.Error{
 			Code:    action.CodeTimeout,
@@ -239,9 +245,11 @@ type execResult struct {
 	timedOut       bool
 }
 
-// execute starts the plan's program (through the sandbox helper when the
-// plan says landlock) in its own process group, with stdin on /dev/null,
-// and waits for it or for the timeout.
+// execute starts the plan's program (through the sandbox helper, in the
+// plan's namespaces, unless the plan's sandbox is none) in its own process
+// group, with stdin on /dev/null, and waits for it or for the timeout.
+// When it returns, every process the command started has ended (with the
+// PID namespace; without it, those that stayed in the process group).
 func (w *Workspace) execute(ctx context.Context, plan CommandPlan) (execResult, error) {
 	res := execResult{
 		stdout: &cappedBuffer{max: plan.MaxOutputBytes},
@@ -255,40 +263,44 @@ func (w *Workspace) execute(ctx context.Context, plan CommandPlan) (execResult, 
 	runCtx, cancel := context.WithTimeout(ctx, plan.Timeout)
 	defer cancel()
 
-	path, args := plan.Program, plan.ExecArgv
+	cmd := exec.CommandContext(runCtx, plan.Program)
+	cmd.Args = plan.ExecArgv
 	var status *os.File
-	var statusW *os.File
-	if plan.Sandbox == SandboxLandlock {
+	if plan.Sandbox != SandboxNone {
 		r, wr, err := os.Pipe()
 		if err != nil {
 			return res, &action.Error{Code: action.CodeInternal, Message: "sandbox status pipe", Err: err}
 		}
-		status, statusW = r, wr
+		status = r
 		defer status.Close()
-		p := plan.policy
-		p.StatusFD = 3 // the first of ExtraFiles
-		path = plan.helper
-		args = append([]string{plan.helper, SandboxCommand}, p.helperArgs(plan.Program, plan.ExecArgv)...)
+		// The helper gets wr as descriptor 3; once it has started, only the
+		// helper holds it, and EOF on status means it ran the program.
+		defer wr.Close()
+		launch, err := w.launchSandbox(plan, wr)
+		if err != nil {
+			return res, err
+		}
+		defer launch.release()
+		cmd = exec.CommandContext(runCtx, launch.path)
+		cmd.Args = launch.args
+		cmd.ExtraFiles = launch.files
+		cmd.SysProcAttr = launch.sys
+	} else {
+		setProcessGroup(cmd)
 	}
-	cmd := exec.CommandContext(runCtx, path)
-	cmd.Args = args
 	cmd.Dir = plan.Dir
 	cmd.Env = plan.Env
 	cmd.Stdin = nil // /dev/null
 	cmd.Stdout = res.stdout
 	cmd.Stderr = res.stderr
-	if statusW != nil {
-		cmd.ExtraFiles = []*os.File{statusW}
-	}
-	setProcessGroup(cmd)
 	cmd.Cancel = func() error { return killProcessGroup(cmd.Process.Pid) }
 	// Grandchildren that keep stdout open must not hold Wait forever.
 	cmd.WaitDelay = 500 * time.Millisecond
 
 	start := time.Now()
 	err := cmd.Start()
-	if statusW != nil {
-		statusW.Close()
+	if len(cmd.ExtraFiles) > 0 {
+		cmd.ExtraFiles[0].Close()
 	}
 	if err != nil {
 		return res, &action.Error{Code: action.CodeInternal, Message: fmt.Sprintf("start %s", plan.Argv[0]), Err: err}
@@ -434,85 +446,6 @@ func (w *Workspace) commandPATH() []string {
 	return out
 }
 
-// systemReadDirs are readable (and executable) inside the sandbox besides
-// the root: what dynamically linked programs, compilers and git need.
-// Home directories, /tmp, /var, /run and /dev are not among them, so
-// secrets kept there stay out of reach of the commands, even of the user's
-// own code. /etc is: a service that runs as root exposes /etc/shadow to its
-// commands, one more reason to run it as an unprivileged user.
-var systemReadDirs = []string{
-	"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
-	"/etc", "/opt", "/proc", "/sys",
-}
-
-// Device files a command may read, and write; the rest of /dev (disks,
-// memory) stays out of reach even of a command running as root.
-var (
-	deviceReadFiles  = []string{"/dev/zero", "/dev/urandom", "/dev/random", "/dev/full"}
-	deviceWriteFiles = []string{"/dev/null"}
-)
-
-var noteLogged sync.Map // note -> struct{}
-
-// planSandbox decides how the plan is confined and fills its sandbox
-// fields. Required mode without Landlock or without a helper is an error:
-// the command never runs unconfined.
-func (w *Workspace) planSandbox(plan *CommandPlan) error {
-	plan.Sandbox = SandboxNone
-	mode := w.opts.Sandbox
-	if mode == SandboxOff {
-		plan.SandboxNote = "the OS sandbox is off by configuration"
-		return nil
-	}
-	bestEffort := mode == SandboxBestEffort // anything else fails closed as required
-	fail := func(note string, err error) error {
-		if !bestEffort {
-			return &action.Error{Code: action.CodeInternal, Message: "sandbox required: " + note, Err: err}
-		}
-		plan.SandboxNote = note + "; the command runs without an OS sandbox (sandbox: best-effort)"
-		if _, seen := noteLogged.LoadOrStore(plan.SandboxNote, struct{}{}); !seen {
-			slog.Warn("workspace: commands run without an OS sandbox", "reason", note)
-		}
-		return nil
-	}
-	abi := landlockABI()
-	if abi == 0 {
-		return fail("this kernel does not offer Landlock", nil)
-	}
-	helper, err := resolveHelper(w.opts.HelperPath)
-	if err != nil {
-		return fail("the sandbox helper cannot be found", err)
-	}
-	read := slices.Clone(systemReadDirs)
-	for _, name := range w.allowedCommands() {
-		p, err := lookCommand(name)
-		if err != nil {
-			continue
-		}
-		read = append(read, filepath.Dir(p))
-		if name == "go" {
-			read = append(read, filepath.Dir(filepath.Dir(p))) // GOROOT
-		}
-	}
-	plan.helper = helper
-	plan.policy = sandboxPolicy{
-		ReadDirs:   read,
-		WriteDirs:  []string{w.rootPath, plan.private},
-		ReadFiles:  deviceReadFiles,
-		WriteFiles: deviceWriteFiles,
-		NoNet:      true,
-		BestEffort: bestEffort,
-	}
-	plan.Sandbox = SandboxLandlock
-	plan.SandboxRead = read
-	plan.SandboxWrite = plan.policy.WriteDirs
-	plan.NoNetwork = abi >= 4
-	if abi < 4 {
-		plan.SandboxNote = fmt.Sprintf("Landlock ABI %d cannot restrict the network", abi)
-	}
-	return nil
-}
-
 var (
 	lookMu    sync.Mutex
 	lookCache = map[string]lookResult{}
@@ -573,10 +506,27 @@ func resolveHelper(configured string) (string, error) {
 }
 
 var (
+	privateBaseMade atomic.Bool
 	privateBaseOnce = sync.OnceValues(func() (string, error) {
+		privateBaseMade.Store(true)
 		return os.MkdirTemp("", "harness-exec-")
 	})
 )
+
+// removePrivateBase removes this process's directory of private
+// directories, if it made one. Only for the end of a process (tests): the
+// name is never made again, so that nobody can plant something at it in
+// the shared temporary directory.
+func removePrivateBase() error {
+	if !privateBaseMade.Load() {
+		return nil
+	}
+	base, err := privateBaseOnce()
+	if err != nil {
+		return nil
+	}
+	return os.RemoveAll(base)
+}
 
 // privateDir returns the private directory of a workspace root: TMPDIR and
 // the build caches of its commands live there, writable inside the

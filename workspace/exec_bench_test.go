@@ -12,10 +12,13 @@ import (
 
 // BenchmarkRunShellPwd measures the overhead of workspace_run_shell over a
 // bare os/exec of the same program: planning (tokenize, rules, lookups),
-// the minimal environment, capture, process group, and with landlock the
-// re-executed helper that restricts itself before exec'ing pwd.
+// the minimal environment, capture, process group, and with the sandbox
+// the re-executed helper that sets up namespaces, Landlock, seccomp and
+// drops capabilities before it starts pwd. The "without-*" variants leave
+// out one layer each (best-effort with that layer pretended missing), so
+// that each layer's cost is the difference to "full".
 //
-//	go test -run XXX -bench RunShellPwd -benchtime 200x ./workspace/
+//	go test -run '^$' -bench RunShellPwd -benchtime 200x ./workspace/
 func BenchmarkRunShellPwd(b *testing.B) {
 	root, err := filepath.EvalSymlinks(b.TempDir())
 	if err != nil {
@@ -43,18 +46,28 @@ func BenchmarkRunShellPwd(b *testing.B) {
 		b.Logf("cannot build cmd/harness-sandbox, using the test binary as the helper: %v %s", err, out)
 		small = os.Args[0]
 	}
-	for _, v := range []struct{ name, mode, helper string }{
-		{"run_shell-sandbox-off", SandboxOff, os.Args[0]},
-		{"run_shell-sandbox-required-test-binary-helper", SandboxRequired, os.Args[0]},
-		{"run_shell-sandbox-required-harness-sandbox-helper", SandboxRequired, small},
-	} {
-		mode := v.mode
+	variants := []struct {
+		name, mode, helper, without string
+	}{
+		{"run_shell-sandbox-off", SandboxOff, os.Args[0], ""},
+		{"run_shell-full-test-binary-helper", SandboxRequired, os.Args[0], ""},
+		{"run_shell-full", SandboxRequired, small, ""},
+	}
+	for _, l := range []string{SandboxLayerLandlock, SandboxLayerUserNS, SandboxLayerPIDNS, SandboxLayerMountNS, SandboxLayerNetNS, SandboxLayerSeccomp} {
+		variants = append(variants, struct{ name, mode, helper, without string }{"run_shell-without-" + l, SandboxBestEffort, small, l})
+	}
+	for _, v := range variants {
 		b.Run(v.name, func(b *testing.B) {
-			if mode == SandboxRequired && landlockABI() == 0 {
-				b.Skip("no Landlock")
+			if v.mode != SandboxOff {
+				if missing := SandboxSupport().Missing; len(missing) > 0 {
+					b.Skipf("this host lacks sandbox layers: %v", missing)
+				}
+			}
+			if v.without != "" {
+				pretendMissing(b, v.without)
 			}
 			opts := DefaultOptions()
-			opts.Sandbox = mode
+			opts.Sandbox = v.mode
 			opts.HelperPath = v.helper
 			w, err := New(root, opts)
 			if err != nil {
@@ -69,4 +82,21 @@ func BenchmarkRunShellPwd(b *testing.B) {
 			}
 		})
 	}
+}
+
+// pretendMissing makes the sandbox act as if layers were missing on this
+// host until the test ends. Tests that use it must not run in parallel.
+func pretendMissing(t testing.TB, layers ...string) {
+	t.Helper()
+	sandboxTestMissing.Lock()
+	sandboxTestMissing.layers = map[string]string{}
+	for _, l := range layers {
+		sandboxTestMissing.layers[l] = "pretended missing by the test"
+	}
+	sandboxTestMissing.Unlock()
+	t.Cleanup(func() {
+		sandboxTestMissing.Lock()
+		sandboxTestMissing.layers = nil
+		sandboxTestMissing.Unlock()
+	})
 }

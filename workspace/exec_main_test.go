@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"fmt"
 	"os"
 	"testing"
 )
@@ -12,5 +13,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == SandboxCommand {
 		os.Exit(SandboxMain(os.Args[2:]))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if err := removePrivateBase(); err != nil {
+		fmt.Fprintln(os.Stderr, "remove the commands' private directory:", err)
+	}
+	os.Exit(code)
 }

@@ -22,56 +22,135 @@ const SandboxCommand = "__sandbox"
 
 // Sandbox modes of Options.Sandbox.
 const (
-	SandboxRequired   = "required"    // run a command only under Landlock
-	SandboxBestEffort = "best-effort" // use Landlock where the kernel has it, say so where not
+	SandboxRequired   = "required"    // run a command only with every sandbox layer
+	SandboxBestEffort = "best-effort" // use the layers the kernel has, say which are missing
 	SandboxOff        = "off"         // never sandbox (tests and trusted development only)
 )
 
-// Values of the "sandbox" field of a run_shell payload.
+// Values of the "sandbox" field of a run_shell payload and plan preview.
 const (
-	SandboxLandlock = "landlock"
-	SandboxNone     = "none"
+	// SandboxFull: every layer of the sandbox was applied. For a command
+	// listed in Options.NetworkCommands the network layers are left out by
+	// configuration, and no_network is false.
+	SandboxFull = "full"
+	// SandboxPartial: best-effort mode left out the layers named in
+	// sandbox_missing, which the kernel (or the host) does not offer.
+	SandboxPartial = "partial"
+	// SandboxNone: the command ran without the helper (sandbox off, or no
+	// helper in best-effort mode).
+	SandboxNone = "none"
 )
+
+// Sandbox layers, as listed in the "sandbox_layers" and "sandbox_missing"
+// fields of a run_shell payload and plan preview.
+const (
+	// SandboxLayerLandlock confines the file system: read and execute
+	// beneath the system directories, an allowlist of /etc, a few devices;
+	// also write beneath the root and the command's private directory. With
+	// no_network, TCP bind and connect are denied too (Landlock ABI 4+).
+	SandboxLayerLandlock = "landlock"
+	// SandboxLayerUserNS: the namespaces below are owned by a new user
+	// namespace (needed when the service is not root; a root service makes
+	// them without one when the kernel refuses it).
+	SandboxLayerUserNS = "user-ns"
+	// SandboxLayerPIDNS: the command is in its own PID namespace with a
+	// private, read-only /proc, so it sees no other process; the helper is
+	// its init, and when the command's main program exits every process it
+	// started is killed by the kernel.
+	SandboxLayerPIDNS = "pid-ns"
+	// SandboxLayerMountNS: the root's .git and .harness (and the caller's
+	// read-only binds) are mounted read-only for the command; when absent
+	// they are held by an empty read-only placeholder directory for the
+	// duration of the command, so the command cannot create them.
+	SandboxLayerMountNS = "mount-ns"
+	// SandboxLayerNetNS: the command is in an empty network namespace.
+	SandboxLayerNetNS = "net-ns"
+	// SandboxLayerSeccomp: a system call filter refuses every way of making
+	// a socket except socketpair(AF_UNIX) (for network commands: sockets
+	// other than IP and netlink), io_uring, new user namespaces, the kernel
+	// keyring, bpf, perf events, userfaultfd, and system calls of another
+	// ABI (i386, x32).
+	SandboxLayerSeccomp = "seccomp"
+	// SandboxLayerNoCaps: every capability is dropped (effective,
+	// permitted, inheritable, ambient and bounding sets), the securebits
+	// keep it that way, and no_new_privs is set. The helper always does
+	// this.
+	SandboxLayerNoCaps = "no-caps"
+)
+
+// requiredLayers are the layers that SandboxRequired insists on (the user
+// namespace is not one: a root service makes the others without it).
+var requiredLayers = []string{
+	SandboxLayerLandlock, SandboxLayerPIDNS, SandboxLayerMountNS, SandboxLayerNetNS, SandboxLayerSeccomp,
+}
 
 // sandboxExitCode is the helper's exit status when it could not set up the
 // sandbox or start the program; the status pipe tells the caller which.
 const sandboxExitCode = 126
 
-// sandboxPolicy is what the helper enforces on itself before it execs the
-// program. It is built by the service (so previews can show it) and passed
-// to the helper on its command line.
+// sandboxPolicy is what the helper enforces before it runs the program. It
+// is built by the service (so previews can show it) and passed to the
+// helper on its command line.
 type sandboxPolicy struct {
 	ReadDirs   []string // read and execute beneath
 	WriteDirs  []string // read, write, create, remove beneath
-	ReadFiles  []string // read single files (/dev/urandom)
+	ReadFiles  []string // read (and list) beneath, execute nothing (/dev/urandom, /etc/passwd, /etc/ssl/certs)
 	WriteFiles []string // read and write single files (/dev/null)
-	NoNet      bool     // no TCP bind or connect, where the ABI has it
-	BestEffort bool     // informational: the helper always applies the kernel's full ABI
+	NoNet      bool     // no sockets but socketpair(AF_UNIX); no TCP (Landlock)
+	BestEffort bool     // informational
+	NoLandlock bool     // best-effort on a kernel without Landlock
+	Seccomp    bool     // install the system call filter
 
-	StatusFD int // where to report a failure; closed on exec
+	// MountNS: the helper runs in a new mount namespace: it makes every
+	// mount private, then mounts Protect and ROBinds read-only.
+	MountNS bool
+	// PIDNS: the helper is PID 1 of a new PID namespace: it mounts a
+	// private /proc and stays as the program's init (needs MountNS).
+	PIDNS bool
+	// Protect are descriptors (inherited from the service) of directories
+	// and files that are bound read-only onto themselves: the root's .git
+	// and .harness. Path is for messages only.
+	Protect []protectFD
+	// ROBinds are (src, dst) absolute paths: src is bound read-only over
+	// dst, after Protect (so a file inside .git can be covered). dst must
+	// exist and not be a symlink.
+	ROBinds [][2]string
+
+	StatusFD int // where to report a failure; closed once the program runs
+}
+
+type protectFD struct {
+	FD   int
+	Path string
 }
 
 // helperArgs renders the policy and the program as the helper's arguments
 // (after SandboxCommand).
 func (p sandboxPolicy) helperArgs(program string, argv []string) []string {
-	args := make([]string, 0, 2*(len(p.ReadDirs)+len(p.WriteDirs)+len(p.WriteFiles))+len(argv)+8)
-	for _, d := range p.ReadDirs {
-		args = append(args, "--ro", d)
+	args := make([]string, 0, 2*(len(p.ReadDirs)+len(p.WriteDirs)+len(p.ReadFiles)+len(p.WriteFiles))+
+		3*(len(p.Protect)+len(p.ROBinds))+len(argv)+12)
+	for _, g := range []struct {
+		opt   string
+		paths []string
+	}{{"--ro", p.ReadDirs}, {"--rw", p.WriteDirs}, {"--ro-file", p.ReadFiles}, {"--rw-file", p.WriteFiles}} {
+		for _, d := range g.paths {
+			args = append(args, g.opt, d)
+		}
 	}
-	for _, d := range p.WriteDirs {
-		args = append(args, "--rw", d)
+	for _, f := range []struct {
+		on  bool
+		opt string
+	}{{p.NoNet, "--no-net"}, {p.BestEffort, "--best-effort"}, {p.NoLandlock, "--no-landlock"}, {p.Seccomp, "--seccomp"},
+		{p.MountNS, "--mount-ns"}, {p.PIDNS, "--pid-ns"}} {
+		if f.on {
+			args = append(args, f.opt)
+		}
 	}
-	for _, f := range p.ReadFiles {
-		args = append(args, "--ro-file", f)
+	for _, pr := range p.Protect {
+		args = append(args, "--protect-fd", strconv.Itoa(pr.FD), pr.Path)
 	}
-	for _, f := range p.WriteFiles {
-		args = append(args, "--rw-file", f)
-	}
-	if p.NoNet {
-		args = append(args, "--no-net")
-	}
-	if p.BestEffort {
-		args = append(args, "--best-effort")
+	for _, b := range p.ROBinds {
+		args = append(args, "--ro-bind", b[0], b[1])
 	}
 	if p.StatusFD > 0 {
 		args = append(args, "--status-fd", strconv.Itoa(p.StatusFD))
@@ -93,6 +172,24 @@ func parseHelperArgs(args []string) (sandboxPolicy, string, []string, error) {
 			i++
 			return args[i], nil
 		}
+		fd := func() (int, error) {
+			v, err := next()
+			if err != nil {
+				return 0, err
+			}
+			n, err := strconv.Atoi(v)
+			if err == nil && n < 3 {
+				err = fmt.Errorf("%s %d: want a descriptor >= 3", a, n)
+			}
+			return n, err
+		}
+		abs := func() (string, error) {
+			v, err := next()
+			if err == nil && !strings.HasPrefix(v, "/") {
+				err = fmt.Errorf("%s %q: want an absolute path", a, v)
+			}
+			return v, err
+		}
 		var err error
 		var v string
 		switch a {
@@ -112,18 +209,28 @@ func parseHelperArgs(args []string) (sandboxPolicy, string, []string, error) {
 			p.NoNet = true
 		case "--best-effort":
 			p.BestEffort = true
+		case "--no-landlock":
+			p.NoLandlock = true
+		case "--seccomp":
+			p.Seccomp = true
+		case "--mount-ns":
+			p.MountNS = true
+		case "--pid-ns":
+			p.PIDNS = true
+		case "--protect-fd":
+			var pr protectFD
+			if pr.FD, err = fd(); err == nil {
+				pr.Path, err = abs()
+			}
+			p.Protect = append(p.Protect, pr)
+		case "--ro-bind":
+			var b [2]string
+			if b[0], err = abs(); err == nil {
+				b[1], err = abs()
+			}
+			p.ROBinds = append(p.ROBinds, b)
 		case "--status-fd":
-			v, err = next()
-			var fd int
-			if err == nil {
-				fd, err = strconv.Atoi(v)
-			}
-			if err == nil && fd < 3 {
-				err = fmt.Errorf("--status-fd %d: want a descriptor >= 3", fd)
-			}
-			if err == nil {
-				p.StatusFD = fd
-			}
+			p.StatusFD, err = fd()
 		case "--":
 			rest := args[i+1:]
 			if len(rest) < 2 {
@@ -131,6 +238,9 @@ func parseHelperArgs(args []string) (sandboxPolicy, string, []string, error) {
 			}
 			if !strings.HasPrefix(rest[0], "/") {
 				return p, "", nil, fmt.Errorf("program %q is not an absolute path", rest[0])
+			}
+			if (p.PIDNS || len(p.Protect) > 0 || len(p.ROBinds) > 0) && !p.MountNS {
+				return p, "", nil, errors.New("--pid-ns, --protect-fd and --ro-bind need --mount-ns")
 			}
 			return p, rest[0], rest[1:], nil
 		default:
@@ -146,35 +256,55 @@ func parseHelperArgs(args []string) (sandboxPolicy, string, []string, error) {
 // SandboxMain is the body of the hidden helper sub-command. args are the
 // words after SandboxCommand:
 //
-//	[--ro DIR]... [--rw DIR]... [--ro-file F]... [--rw-file F]... [--no-net] [--best-effort]
+//	[--ro DIR]... [--rw DIR]... [--ro-file F]... [--rw-file F]...
+//	[--no-net] [--best-effort] [--no-landlock] [--seccomp]
+//	[--mount-ns] [--pid-ns] [--protect-fd N PATH]... [--ro-bind SRC DST]...
 //	[--status-fd N] -- /abs/program argv0 [args...]
 //
-// It restricts itself with Landlock (read and execute beneath the
-// --ro directories and the --ro-file files, also write beneath the --rw
-// directories and the --rw-file files, but never create device nodes; no
-// TCP bind or connect with --no-net) and then replaces itself with the
-// program, passing its own environment unchanged; the caller gives it a
-// clean one. The rights handled are all those of the kernel's Landlock ABI;
-// a kernel without Landlock is an error even with --best-effort (the
-// service never starts the helper there).
+// The service starts it in new namespaces (see SandboxSupport); the helper
+// then, in this order:
+//
+//   - with --mount-ns, makes every mount private to its namespace, binds
+//     each --protect-fd descriptor read-only onto itself, then each
+//     --ro-bind SRC read-only over DST (DST must exist and not be a
+//     symlink); with --pid-ns (it must be PID 1 of a new PID namespace) it
+//     mounts a private read-only /proc;
+//   - unless --no-landlock, restricts itself with Landlock: read and
+//     execute beneath --ro, read (and list) beneath --ro-file, also
+//     write beneath --rw and to --rw-file, never create device nodes; with
+//     --no-net no TCP bind or connect. The rights handled are all those of
+//     the kernel's Landlock ABI;
+//   - sets no_new_privs, drops every capability (bounding, ambient,
+//     inheritable, permitted, effective) and locks the securebits;
+//   - with --seccomp, installs the system call filter (see
+//     SandboxLayerSeccomp; --no-net adds the socket rules);
+//   - with --pid-ns, starts the program as its child and stays as its
+//     init: it reaps orphans and, when the program exits, exits with the
+//     program's status (128+N when killed by signal N), at which point the
+//     kernel kills whatever else is left in the namespace. Without
+//     --pid-ns it replaces itself with the program.
+//
+// The program gets the helper's environment unchanged (the caller gives it
+// a clean one) and none of its other descriptors.
 //
 // It returns only on failure, with exit status 126 after writing the reason
 // to the status descriptor (if any) and to stderr: the program never runs
-// unconfined because of a failure here. It is not meant for people; the
-// caller is Workspace.
+// less confined than asked because of a failure here. It is not meant for
+// people; the caller is Workspace.
 func SandboxMain(args []string) int {
 	p, program, argv, err := parseHelperArgs(args)
 	if err == nil {
-		err = restrictSelf(p)
-		if err == nil {
-			err = execProgram(program, argv, p.StatusFD)
-		} else {
-			err = fmt.Errorf("landlock: %w", err)
-		}
+		err = runSandboxed(p, program, argv)
 	}
+	return reportHelperFailure(p.StatusFD, err)
+}
+
+// reportHelperFailure writes err to the status descriptor (if any) and to
+// stderr and returns the helper's failure status.
+func reportHelperFailure(statusFD int, err error) int {
 	msg := "harness sandbox: " + err.Error()
-	if p.StatusFD > 0 {
-		f := os.NewFile(uintptr(p.StatusFD), "status")
+	if statusFD > 0 {
+		f := os.NewFile(uintptr(statusFD), "status")
 		_, _ = f.WriteString(msg)
 		_ = f.Close()
 	}

@@ -13,8 +13,12 @@ func TestHelperArgsRoundTrip(t *testing.T) {
 		p    sandboxPolicy
 		argv []string
 	}{
-		{"full", sandboxPolicy{ReadDirs: []string{"/usr", "/etc"}, WriteDirs: []string{"/w"}, ReadFiles: []string{"/dev/zero"}, WriteFiles: []string{"/dev/null"},
-			NoNet: true, BestEffort: true, StatusFD: 3}, []string{"git", "--no-pager", "log", "--", "-- odd"}},
+		{"full", sandboxPolicy{ReadDirs: []string{"/usr", "/etc"}, WriteDirs: []string{"/w"},
+			ReadFiles: []string{"/dev/zero"}, WriteFiles: []string{"/dev/null"},
+			NoNet: true, BestEffort: true, NoLandlock: true, Seccomp: true, MountNS: true, PIDNS: true,
+			Protect:  []protectFD{{4, "/w/.git"}, {5, "/w/.harness"}},
+			ROBinds:  [][2]string{{"/tmp/cfg", "/w/.git/config"}, {"/tmp/m", "/w/.git/modules/a/config"}},
+			StatusFD: 3}, []string{"git", "--no-pager", "log", "--", "-- odd"}},
 		{"minimal", sandboxPolicy{}, []string{"pwd"}},
 	}
 	for _, tt := range tests {
@@ -39,7 +43,10 @@ func TestSandboxMainRefusesBadArguments(t *testing.T) {
 	stderr := os.Stderr
 	os.Stderr = devnull // the helper reports to stderr; keep the test log clean
 	defer func() { os.Stderr = stderr }()
-	for _, args := range [][]string{nil, {"--"}, {"--", "rel", "rel"}, {"--status-fd", "x", "--", "/bin/true", "true"}} {
+	for _, args := range [][]string{nil, {"--"}, {"--", "rel", "rel"}, {"--status-fd", "x", "--", "/bin/true", "true"},
+		{"--pid-ns", "--", "/bin/true", "true"}, {"--ro-bind", "/a", "/b", "--", "/bin/true", "true"},
+		{"--mount-ns", "--ro-bind", "rel", "/b", "--", "/bin/true", "true"}, {"--mount-ns", "--protect-fd", "2", "/x", "--", "/bin/true", "true"},
+		{"--mount-ns", "--pid-ns", "--no-landlock", "--", "/bin/true", "true"}} {
 		if code := SandboxMain(args); code != sandboxExitCode {
 			t.Fatalf("SandboxMain(%q) = %d, want %d", args, code, sandboxExitCode)
 		}

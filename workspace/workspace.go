@@ -62,6 +62,11 @@ type Options struct {
 	// HelperPath is the executable re-run as the sandbox helper (the harness
 	// binary itself); empty means os.Executable().
 	HelperPath string
+	// NetworkCommands names allowed commands that may reach the network
+	// (a go that fetches modules): they run without the network namespace,
+	// with IP and netlink sockets, and without GOPROXY=off; the plan and
+	// the observation say so. Empty (the default): no command has network.
+	NetworkCommands []string
 }
 
 // DefaultOptions returns the dev-profile defaults of SPEC section 3.

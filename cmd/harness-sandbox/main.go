@@ -1,5 +1,6 @@
 // Command harness-sandbox is the small helper that confines one workspace
-// command with Landlock and then execs it. The harness binary can play the
+// command (namespaces, read-only .git, Landlock, seccomp, no capabilities;
+// see workspace.SandboxMain) and then runs it. The harness binary can play the
 // same role (its hidden "__sandbox" sub-command), but this binary links only
 // the workspace package, so it starts in a fraction of the time; `harness`
 // uses it when it sits next to the harness executable (make build puts it

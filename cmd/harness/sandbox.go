@@ -8,8 +8,8 @@ import (
 
 // The hidden sandbox helper: the workspace re-executes this binary as
 // "harness __sandbox [policy] -- /abs/program argv0 args..." to confine one
-// command with Landlock before exec'ing it, so that the serving process
-// itself is never restricted. It is not for people and not listed in usage.
+// command (see workspace.SandboxMain) before running it, so that the
+// serving process itself is never restricted. It is not for people and not listed in usage.
 func init() {
 	commands[workspace.SandboxCommand] = command{
 		summary: "internal: confine and exec one workspace command",

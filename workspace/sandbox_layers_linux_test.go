@@ -1,0 +1,314 @@
+//go:build linux
+
+package workspace
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/harness-runtime/harness/action"
+	"golang.org/x/sys/unix"
+)
+
+// TestSandboxSupportMeasured: every layer this kernel offers is reported,
+// and each missing one with a reason.
+func TestSandboxSupportMeasured(t *testing.T) {
+	f := SandboxSupport()
+	for _, l := range []string{SandboxLayerLandlock, SandboxLayerUserNS, SandboxLayerPIDNS, SandboxLayerMountNS, SandboxLayerNetNS, SandboxLayerSeccomp} {
+		_, missing := f.Missing[l]
+		if slices.Contains(f.Layers(), l) == missing {
+			t.Errorf("%s: listed %v, missing %v", l, slices.Contains(f.Layers(), l), missing)
+		}
+		if missing && f.Missing[l] == "" {
+			t.Errorf("%s is missing without a reason", l)
+		}
+	}
+	if f.LandlockABI != landlockABI() {
+		t.Errorf("LandlockABI %d, kernel %d", f.LandlockABI, landlockABI())
+	}
+	// The result is a copy: a caller cannot change what the next one sees.
+	f.Missing["x"] = "y"
+	if _, ok := SandboxSupport().Missing["x"]; ok {
+		t.Error("SandboxSupport shares its map")
+	}
+}
+
+// TestSandboxFeaturesWithout: a layer pretended missing takes the layers
+// that need it along.
+func TestSandboxFeaturesWithout(t *testing.T) {
+	all := SandboxFeatures{LandlockABI: 7, UserNS: true, PIDNS: true, MountNS: true, NetNS: true, Seccomp: true}
+	f := all.without(SandboxLayerMountNS, "test")
+	if f.MountNS || f.PIDNS || !f.NetNS || f.Missing[SandboxLayerPIDNS] == "" {
+		t.Fatalf("without mount-ns: %+v", f)
+	}
+	f = all.without(SandboxLayerUserNS, "test")
+	if f.UserNS || f.PIDNS != serviceIsRoot() || f.NetNS != serviceIsRoot() {
+		t.Fatalf("without user-ns (root %v): %+v", serviceIsRoot(), f)
+	}
+	if all.Missing != nil {
+		t.Fatal("without changed its receiver")
+	}
+}
+
+// TestSandboxDegradedModes pretends each layer missing in turn. Required
+// mode refuses the command (internal, the message and the payload naming
+// the layer); best-effort runs it, says in the payload which layer is
+// missing and why, and the other layers still hold, while the missing one
+// really is off.
+func TestSandboxDegradedModes(t *testing.T) {
+	requireFullSandbox(t)
+	_, shadowErr := os.ReadFile("/etc/shadow")
+	tests := []struct {
+		layer string
+		check func(t *testing.T, res map[string]string, hookWritten bool)
+	}{
+		{SandboxLayerLandlock, func(t *testing.T, res map[string]string, hook bool) {
+			if shadowErr == nil && !strings.HasPrefix(res["read=/etc/shadow"], "ok") {
+				t.Errorf("without Landlock /etc/shadow should be readable here: %s", res["read=/etc/shadow"])
+			}
+			if hook {
+				t.Error(".git was written")
+			}
+		}},
+		{SandboxLayerUserNS, func(t *testing.T, res map[string]string, hook bool) {
+			if strings.Count(res["ls=/proc"], ",") > 60 || hook || !strings.HasPrefix(res["read=/etc/shadow"], "err") {
+				t.Errorf("without a user namespace the other layers must hold: %v, hook %v", res, hook)
+			}
+		}},
+		{SandboxLayerPIDNS, func(t *testing.T, res map[string]string, hook bool) {
+			if strings.Count(res["ls=/proc"], ",") < 60 {
+				t.Errorf("without the PID namespace /proc should show the host: %s", res["ls=/proc"])
+			}
+			if hook {
+				t.Error(".git was written")
+			}
+		}},
+		{SandboxLayerMountNS, func(t *testing.T, res map[string]string, hook bool) {
+			if !hook {
+				t.Error("without the mount namespace .git should be writable here")
+			}
+		}},
+		{SandboxLayerNetNS, func(t *testing.T, res map[string]string, hook bool) {
+			if res["tcp4"] != "err=EACCES" || hook {
+				t.Errorf("without the network namespace seccomp must still refuse sockets: %v", res)
+			}
+		}},
+		{SandboxLayerSeccomp, func(t *testing.T, res map[string]string, hook bool) {
+			if res["userns"] != "ok" || !strings.HasPrefix(res["tcp4"], "err=") {
+				t.Errorf("without seccomp a user namespace is allowed, the network namespace and Landlock still stop TCP: %v", res)
+			}
+			if hook {
+				t.Error(".git was written")
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.layer, func(t *testing.T) {
+			pretendMissing(t, tt.layer)
+			e := newShEnv(t, SandboxRequired, nil, map[string]string{".git/HEAD": "ref: refs/heads/main\n", ".git/hooks/.keep": ""})
+			nt := newNetTarget(t, e.outside)
+			linkProbe(t, e.root)
+			recipe := probeRecipe("status", "tcp4="+strconv.Itoa(nt.tcpPort), "userns", "read=/etc/shadow", "ls=/proc") +
+				"\t-@echo evil > .git/hooks/pre-commit\n"
+			if err := os.WriteFile(filepath.Join(e.root, "Makefile"), []byte(recipe), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			requiredLayer := tt.layer != SandboxLayerUserNS || !serviceIsRoot()
+
+			_, err := e.run(t, "make")
+			if requiredLayer {
+				var ae *action.Error
+				if action.CodeOf(err) != action.CodeInternal || !strings.Contains(err.Error(), tt.layer) ||
+					!asActionError(err, &ae) || ae.Payload == nil || !slices.Contains(ae.Payload["sandbox_missing"].([]string), tt.layer) {
+					t.Fatalf("required mode: want internal naming %s, got %v", tt.layer, err)
+				}
+			} else if err != nil {
+				t.Fatalf("required mode without a user namespace (root): %v", err)
+			}
+
+			e.w.opts.Sandbox = SandboxBestEffort
+			out := e.mustRun(t, "make")
+			res := probeResults(out["stdout"].(string))
+			res["tcp4"] = res["tcp4="+strconv.Itoa(nt.tcpPort)]
+			if !strings.Contains(res["status"], "CapEff:0000000000000000") || !strings.Contains(res["status"], "NoNewPrivs:1") {
+				t.Errorf("capabilities kept: %s", res["status"])
+			}
+			layers := out["sandbox_layers"].([]string)
+			if slices.Contains(layers, tt.layer) {
+				t.Errorf("sandbox_layers %v lists the missing %s", layers, tt.layer)
+			}
+			if requiredLayer {
+				missing, _ := out["sandbox_missing"].([]string)
+				note, _ := out["sandbox_note"].(string)
+				if out["sandbox"] != SandboxPartial || !slices.Contains(missing, tt.layer) ||
+					!strings.Contains(note, tt.layer) || !strings.Contains(note, "pretended missing") {
+					t.Errorf("best-effort payload does not name the missing %s: %v", tt.layer, out)
+				}
+			} else if out["sandbox"] != SandboxFull {
+				t.Errorf("payload %v", out)
+			}
+			_, hookErr := os.Stat(filepath.Join(e.root, ".git", "hooks", "pre-commit"))
+			tt.check(t, res, hookErr == nil)
+		})
+	}
+}
+
+// TestSandboxPlaceholdersShared: concurrent holders of a missing .git share
+// one placeholder; it goes when the last one releases it, and never when
+// something was put inside meanwhile.
+func TestSandboxPlaceholdersShared(t *testing.T) {
+	e := newShEnv(t, SandboxOff, nil, nil)
+	a, err := e.w.holdProtected()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := e.w.holdProtected()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range protectedNames {
+		fi, err := os.Lstat(filepath.Join(e.root, name))
+		if err != nil || !fi.IsDir() || fi.Mode().Perm() != placeholderMode {
+			t.Fatalf("placeholder %s: %v %v", name, fi, err)
+		}
+	}
+	e.w.releaseProtected(a, true)
+	if _, err := os.Lstat(filepath.Join(e.root, ".git")); err != nil {
+		t.Fatalf("placeholder removed while still held: %v", err)
+	}
+	if err := os.Mkdir(filepath.Join(e.root, ".harness", "kept"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	e.w.releaseProtected(b, true)
+	if _, err := os.Lstat(filepath.Join(e.root, ".git")); err == nil {
+		t.Fatal("placeholder left after the last holder")
+	}
+	if _, err := os.Lstat(filepath.Join(e.root, ".harness", "kept")); err != nil {
+		t.Fatalf("a placeholder that was filled meanwhile was removed: %v", err)
+	}
+	// A real, empty .git is not a placeholder and stays.
+	os.RemoveAll(filepath.Join(e.root, ".harness"))
+	if err := os.Mkdir(filepath.Join(e.root, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.w.holdProtected()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.w.releaseProtected(c, true)
+	if _, err := os.Lstat(filepath.Join(e.root, ".git")); err != nil {
+		t.Fatalf("an empty .git of the user was removed: %v", err)
+	}
+}
+
+// seccompData is the input of a seccomp filter (struct seccomp_data).
+type seccompData struct {
+	nr   int32
+	arch uint32
+	args [6]uint64
+}
+
+// runSeccomp interprets the classic BPF subset the filter uses.
+func runSeccomp(t *testing.T, prog []unix.SockFilter, d seccompData) uint32 {
+	t.Helper()
+	buf := make([]byte, 64)
+	binary.LittleEndian.PutUint32(buf[0:], uint32(d.nr))
+	binary.LittleEndian.PutUint32(buf[4:], d.arch)
+	for i, a := range d.args {
+		binary.LittleEndian.PutUint64(buf[16+8*i:], a)
+	}
+	var acc uint32
+	for pc := 0; pc < len(prog); pc++ {
+		in := prog[pc]
+		switch in.Code {
+		case unix.BPF_LD | unix.BPF_W | unix.BPF_ABS:
+			acc = binary.LittleEndian.Uint32(buf[in.K:])
+		case unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K:
+			pc += int(map[bool]uint8{true: in.Jt, false: in.Jf}[acc == in.K])
+		case unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K:
+			pc += int(map[bool]uint8{true: in.Jt, false: in.Jf}[acc >= in.K])
+		case unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K:
+			pc += int(map[bool]uint8{true: in.Jt, false: in.Jf}[acc&in.K != 0])
+		case unix.BPF_RET | unix.BPF_K:
+			return in.K
+		default:
+			t.Fatalf("unexpected instruction %#v", in)
+		}
+	}
+	t.Fatal("the filter fell off its end")
+	return 0
+}
+
+// TestSeccompProgramDecisions checks the filter's answer for each kind of
+// system call, also those a test program cannot easily make (another ABI,
+// x32), with and without the network.
+func TestSeccompProgramDecisions(t *testing.T) {
+	if !seccompFilterAvailable {
+		t.Skip("no filter for this architecture")
+	}
+	native := uint32(unix.AUDIT_ARCH_X86_64)
+	if runtime.GOARCH == "arm64" {
+		native = unix.AUDIT_ARCH_AARCH64
+	}
+	const (
+		allow = unix.SECCOMP_RET_ALLOW
+		kill  = unix.SECCOMP_RET_KILL_PROCESS
+	)
+	errno := func(e unix.Errno) uint32 { return unix.SECCOMP_RET_ERRNO | uint32(e) }
+	call := func(nr uintptr, args ...uint64) seccompData {
+		d := seccompData{nr: int32(nr), arch: native}
+		copy(d.args[:], args)
+		return d
+	}
+	type tc struct {
+		name        string
+		d           seccompData
+		noNet, open uint32 // the answer with and without the network
+	}
+	tests := []tc{
+		{"read", call(unix.SYS_READ, 0), allow, allow},
+		{"socket inet", call(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_DGRAM), errno(unix.EACCES), allow},
+		{"socket inet6", call(unix.SYS_SOCKET, unix.AF_INET6, unix.SOCK_STREAM), errno(unix.EACCES), allow},
+		{"socket netlink", call(unix.SYS_SOCKET, unix.AF_NETLINK, unix.SOCK_RAW), errno(unix.EACCES), allow},
+		{"socket unix", call(unix.SYS_SOCKET, unix.AF_UNIX, unix.SOCK_STREAM), errno(unix.EACCES), errno(unix.EACCES)},
+		{"socket packet", call(unix.SYS_SOCKET, unix.AF_PACKET, unix.SOCK_RAW), errno(unix.EACCES), errno(unix.EACCES)},
+		{"socket packet, high bits set", call(unix.SYS_SOCKET, 1<<32|unix.AF_PACKET), errno(unix.EACCES), errno(unix.EACCES)},
+		{"socketpair unix", call(unix.SYS_SOCKETPAIR, unix.AF_UNIX, unix.SOCK_STREAM), allow, allow},
+		{"socketpair inet", call(unix.SYS_SOCKETPAIR, unix.AF_INET, unix.SOCK_STREAM), errno(unix.EACCES), errno(unix.EACCES)},
+		{"io_uring_setup", call(unix.SYS_IO_URING_SETUP, 1), errno(unix.ENOSYS), errno(unix.ENOSYS)},
+		{"io_uring_enter", call(unix.SYS_IO_URING_ENTER), errno(unix.ENOSYS), errno(unix.ENOSYS)},
+		{"io_uring_register", call(unix.SYS_IO_URING_REGISTER), errno(unix.ENOSYS), errno(unix.ENOSYS)},
+		{"clone3", call(unix.SYS_CLONE3), errno(unix.ENOSYS), errno(unix.ENOSYS)},
+		{"clone thread", call(unix.SYS_CLONE, unix.CLONE_VM|unix.CLONE_THREAD|unix.CLONE_SIGHAND), allow, allow},
+		{"clone newuser", call(unix.SYS_CLONE, unix.CLONE_NEWUSER|uint64(unix.SIGCHLD)), errno(unix.EPERM), errno(unix.EPERM)},
+		{"unshare newns", call(unix.SYS_UNSHARE, unix.CLONE_NEWNS), allow, allow},
+		{"unshare newuser", call(unix.SYS_UNSHARE, unix.CLONE_NEWUSER|unix.CLONE_NEWNS), errno(unix.EPERM), errno(unix.EPERM)},
+		{"keyctl", call(unix.SYS_KEYCTL), errno(unix.EPERM), errno(unix.EPERM)},
+		{"add_key", call(unix.SYS_ADD_KEY), errno(unix.EPERM), errno(unix.EPERM)},
+		{"request_key", call(unix.SYS_REQUEST_KEY), errno(unix.EPERM), errno(unix.EPERM)},
+		{"bpf", call(unix.SYS_BPF), errno(unix.EPERM), errno(unix.EPERM)},
+		{"perf_event_open", call(unix.SYS_PERF_EVENT_OPEN), errno(unix.EPERM), errno(unix.EPERM)},
+		{"userfaultfd", call(unix.SYS_USERFAULTFD), errno(unix.EPERM), errno(unix.EPERM)},
+		{"i386 socketcall", seccompData{nr: 102, arch: unix.AUDIT_ARCH_I386}, kill, kill},
+		{"i386 read", seccompData{nr: 3, arch: unix.AUDIT_ARCH_I386}, kill, kill},
+		{"arm 32-bit", seccompData{nr: 281, arch: unix.AUDIT_ARCH_ARM}, kill, kill},
+	}
+	if runtime.GOARCH == "amd64" {
+		tests = append(tests, tc{"x32 socket", call(0x40000000 + 41), kill, kill})
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for noNet, want := range map[bool]uint32{true: tt.noNet, false: tt.open} {
+				if got := runSeccomp(t, seccompProgram(noNet), tt.d); got != want {
+					t.Errorf("noNet %v: %#x, want %#x", noNet, got, want)
+				}
+			}
+		})
+	}
+}
