@@ -106,7 +106,8 @@ func (p CommandPlan) Preview() map[string]any {
 // path arguments inside the root (argument_not_allowed, with the offending
 // word in the message and in Payload["word"]); program installed
 // (not_found); for git, .git a plain directory (command_not_allowed);
-// sandbox available when required (internal).
+// sandbox available when required (internal); for git, a configuration
+// Harness can account for and sanitize (command_not_allowed, see planGit).
 //
 // A plan does not freeze the file system: a path argument checked here is
 // checked again when Run plans the command anew.
@@ -167,6 +168,9 @@ func (w *Workspace) PlanCommand(command string) (CommandPlan, error) {
 	if err := w.planSandbox(&plan); err != nil {
 		return CommandPlan{}, err
 	}
+	if err := w.planGit(&plan); err != nil {
+		return CommandPlan{}, err
+	}
 	return plan, nil
 }
 
@@ -210,9 +214,6 @@ func (w *Workspace) runShell(ctx context.Context, in map[string]any) (map[string
 func (w *Workspace) runPlan(ctx context.Context, plan CommandPlan) (map[string]any, error) {
 	if plan.Dir != w.rootPath || plan.Program == "" {
 		return nil, action.Errorf(action.CodeInternal, "command plan was not made by this workspace")
-	}
-	if plan.Argv[0] == "git" {
-		plan.Env = w.commandEnv(plan.private, w.gitDriverOverrides(ctx, plan))
 	}
 	res, err := w.execute(ctx, plan)
 	if err != nil {
@@ -550,7 +551,7 @@ func (w *Workspace) closeExec() error {
 	if err != nil {
 		return err
 	}
-	if err := os.RemoveAll(dir); err != nil {
+	if err := errors.Join(os.RemoveAll(dir), os.RemoveAll(dir+gitConfigSuffix)); err != nil {
 		return fmt.Errorf("remove command temp directory: %w", err)
 	}
 	return nil
