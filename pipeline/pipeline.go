@@ -95,19 +95,27 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (p *Pipeline, e
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	p = &Pipeline{Config: cfg, log: log}
+	built := &Pipeline{Config: cfg, log: log}
+	p = built
 	defer func() {
 		if err != nil {
-			p.Close()
+			built.Close() // p is nil by now: every error returns nil
 			p = nil
 		}
 	}()
 
+	// Harness's own files stay out of the workspace's reach: an agent
+	// that could read the key could confirm guesses of redacted values,
+	// and one that could write the log could rewrite it.
+	root := cfg.Harness.Workspace.Root
 	key := opts.Key
 	if key == nil {
 		kp, err := KeyPath(cfg)
 		if err != nil {
 			return nil, err
+		}
+		if err := audit.CheckOutside(root, kp); err != nil {
+			return nil, fmt.Errorf("harness.sanitize.key-path: %w", err)
 		}
 		if key, err = sanitize.LoadOrCreateKey(kp); err != nil {
 			return nil, fmt.Errorf("sanitizer key: %w", err)
@@ -123,6 +131,9 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (p *Pipeline, e
 		if instance == "" {
 			instance = audit.DefaultInstance()
 		}
+		if err := audit.CheckOutside(root, cfg.Harness.Audit.Path); err != nil {
+			return nil, fmt.Errorf("harness.audit.path: %w", err)
+		}
 		if path := cfg.Harness.Audit.Path; !audit.IsPostgres(path) {
 			// The default lives in the user's state directory, which may
 			// not exist yet.
@@ -130,7 +141,9 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (p *Pipeline, e
 				return nil, fmt.Errorf("harness.audit.path: %w", err)
 			}
 		}
-		if p.Audit, err = audit.Open(ctx, cfg.Harness.Audit.Path, instance); err != nil {
+		// The chain is keyed with the installation's key, so that a process
+		// that can write the log but not read the key cannot rewrite it.
+		if p.Audit, err = audit.Open(ctx, cfg.Harness.Audit.Path, instance, audit.WithKey(key)); err != nil {
 			return nil, fmt.Errorf("harness.audit.path: %w", err)
 		}
 		p.closers = append(p.closers, p.Audit.Close)

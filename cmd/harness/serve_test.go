@@ -25,7 +25,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/harness-runtime/harness/audit"
+	"github.com/harness-runtime/harness/config"
 	"github.com/harness-runtime/harness/internal/testkit"
+	"github.com/harness-runtime/harness/pipeline"
+	"github.com/harness-runtime/harness/sanitize"
 	"github.com/harness-runtime/harness/trusted"
 )
 
@@ -316,8 +319,12 @@ func TestServeReplicasShareRedis(t *testing.T) {
 
 	t.Run("audit chains verify and hold no token or key", func(t *testing.T) {
 		ctx := context.Background()
+		kp, err := pipeline.KeyPath(config.Default())
+		require.NoError(t, err)
+		key, err := sanitize.LoadKey(kp)
+		require.NoError(t, err, "the replicas' installation key")
 		for _, inst := range []string{"replica-a", "replica-b"} {
-			rep, err := audit.VerifyPostgres(ctx, dsn, inst)
+			rep, err := audit.VerifyPostgres(ctx, dsn, inst, audit.WithKey(key))
 			require.NoError(t, err)
 			require.True(t, rep.OK(), "%s: %s", inst, rep.String())
 		}
