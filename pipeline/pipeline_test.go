@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,5 +90,35 @@ func TestOpenRefusesHarnessFilesInsideTheRoot(t *testing.T) {
 				t.Fatalf("a refused start wrote into the root: %v", entries)
 			}
 		})
+	}
+}
+
+// An input nested deeper than the audit log's canonical form allows is
+// still recorded (its deep part replaced by a marker) and refused as
+// invalid, whatever the depth up to the JSON decoder's own limit.
+func TestDeeplyNestedInputIsAuditedAndRefused(t *testing.T) {
+	h := home(t)
+	cfg := config.Default()
+	cfg.Harness.Workspace.Root = t.TempDir()
+	p, err := pipeline.Open(context.Background(), cfg, pipeline.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, depth := range []int{100, 300, 5000} {
+		var v any
+		if err := json.Unmarshal([]byte(strings.Repeat("[", depth)+strings.Repeat("]", depth)), &v); err != nil {
+			t.Fatal(err)
+		}
+		for _, trusted := range []bool{false, true} {
+			obs := p.Execute(context.Background(), action.Action{Name: "workspace_read_file", Input: map[string]any{"path": "a", "x": v}, Trusted: trusted})
+			if obs.Code != action.CodeInvalidInput {
+				t.Fatalf("depth %d: %s", depth, obs.JSON())
+			}
+			log, _ := os.ReadFile(filepath.Join(h, "state", "harness", "audit.jsonl"))
+			if !strings.Contains(string(log), `"action_id":"`+obs.ActionID+`"`) || !strings.Contains(string(log), "nested deeper than 64 levels") {
+				t.Fatalf("depth %d: no pre_action record for %s", depth, obs.ActionID)
+			}
+		}
 	}
 }

@@ -208,11 +208,30 @@ func alreadyCut(str string, max int) bool {
 // kebab and upper-case spellings). Every other string, map keys included, goes
 // through String. Containers are always copied; strings are shared when
 // unchanged.
+//
+// Containers nested deeper than MaxDepth are replaced by the string
+// DeepMarker, so that whatever a caller sends, its sanitized form can be
+// recorded (the audit log's canonical encoding refuses deeper nesting).
 func (s *Sanitizer) Value(v any, sensitive []string) any {
-	return s.value(v, sensitive)
+	return s.valueAt(v, sensitive, 0)
 }
 
-func (s *Sanitizer) value(v any, paths []string) any {
+// MaxDepth is how deep Value copies containers; DeepMarker stands for a
+// container below it.
+const (
+	MaxDepth   = 64
+	DeepMarker = "[nested deeper than 64 levels: not recorded]"
+)
+
+func (s *Sanitizer) value(v any, paths []string) any { return s.valueAt(v, paths, 0) }
+
+func (s *Sanitizer) valueAt(v any, paths []string, depth int) any {
+	if depth >= MaxDepth {
+		switch v.(type) {
+		case map[string]any, []any, map[string]string, []string:
+			return DeepMarker
+		}
+	}
 	switch t := v.(type) {
 	case nil, bool, float64, float32, int, int8, int16, int32, int64,
 		uint, uint8, uint16, uint32, uint64, json.Number:
@@ -233,7 +252,7 @@ func (s *Sanitizer) value(v any, paths []string) any {
 			if redact || sensitiveName(k) {
 				out[key] = s.redactValue(e)
 			} else {
-				out[key] = s.value(e, sub)
+				out[key] = s.valueAt(e, sub, depth+1)
 			}
 		}
 		return out
@@ -243,7 +262,7 @@ func (s *Sanitizer) value(v any, paths []string) any {
 		}
 		out := make([]any, len(t))
 		for i, e := range t {
-			out[i] = s.value(e, paths)
+			out[i] = s.valueAt(e, paths, depth+1)
 		}
 		return out
 	case map[string]string:
@@ -284,7 +303,7 @@ func (s *Sanitizer) value(v any, paths []string) any {
 		if err := json.Unmarshal(b, &generic); err != nil {
 			return fmt.Sprintf("[unencodable %T]", v)
 		}
-		return s.value(generic, paths)
+		return s.valueAt(generic, paths, depth)
 	}
 }
 
