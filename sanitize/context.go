@@ -15,6 +15,21 @@ import "strings"
 // "Note:see@item" stays.
 func (sc *scanner) bareUserinfoAt(i int) (int, int) {
 	s := sc.s
+	// Checked first: most ':' are followed by a blank, a quote or a
+	// digit run that ends without an '@'. Where the run of password bytes
+	// after i ends is kept, so that the ':' inside it ("a:a:a:…") do not
+	// measure it again.
+	if i >= sc.passEnd {
+		e := i + 1
+		for e < len(s) && s[e] != '@' && passByte(s[e]) {
+			e++
+		}
+		sc.passEnd = e
+	}
+	e := sc.passEnd
+	if e == i+1 || e-i > 257 || e >= len(s) || s[e] != '@' {
+		return i, i
+	}
 	u := i
 	for u > 0 && i-u < 128 && userByte(s[u-1]) {
 		u--
@@ -32,11 +47,7 @@ func (sc *scanner) bareUserinfoAt(i int) (int, int) {
 		}
 	}
 	a := i + 1
-	e := a
-	for e < len(s) && e-a < 256 && s[e] != '@' && passByte(s[e]) {
-		e++
-	}
-	if e == a || e >= len(s) || s[e] != '@' || !hostAfter(s, e+1) {
+	if !hostAfter(s, e+1) {
 		return i, i
 	}
 	if startsWithMarker(s[a:]) || isMarker(s[u:e]) || placeholderValue(s[a:e]) {
@@ -51,9 +62,14 @@ func userByte(c byte) bool {
 }
 
 // passByte: a byte that can be part of a password in user information.
-func passByte(c byte) bool {
-	return c > ' ' && c < 0x7f && strings.IndexByte("/?#\"'`<>\\@", c) < 0
-}
+func passByte(c byte) bool { return passBytes[c] }
+
+var passBytes = func() (t [256]bool) {
+	for c := '!'; c < 0x7f; c++ {
+		t[c] = strings.IndexByte("/?#\"'`<>\\@", byte(c)) < 0
+	}
+	return t
+}()
 
 // hostAfter reports whether s[h:] starts with a host name that has a dot
 // or a port, or is "localhost", or an IPv6 literal.
@@ -335,6 +351,9 @@ func (sc *scanner) facebookAppToken(i int) (int, int) {
 // holds a "kind: Secret" line at all is looked at.
 func (sc *scanner) k8sDataAt(i, nameAt int) (int, int) {
 	s := sc.s
+	if nameAt == 0 || s[nameAt-1] != ' ' && s[nameAt-1] != '\t' {
+		return i, i // checked first: the name must be indented
+	}
 	a := i + 1
 	for a < len(s) && (s[a] == ' ' || s[a] == '\t') {
 		a++

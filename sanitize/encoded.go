@@ -55,36 +55,48 @@ func (sc *scanner) encodedSecret(a, e int) (int, bool) {
 	for end < len(s) && end-e < 2 && s[end] == '=' {
 		end++
 	}
+	// Most runs are words, hashes and identifiers, whose decoding is
+	// binary: the first bytes tell, before anything else is looked at.
+	head := run[:16]
 	var kind encoding
-	if len(run)%2 == 0 && isHexRun(run) {
+	switch {
+	case isHexRun(head):
 		kind = hexEnc
-	} else {
-		url, std := containsAny(run, "-_"), containsAny(run, "+/")
-		switch {
-		case url && std:
-			return 0, false // both alphabets: not one encoding
-		case url:
+	case containsAny(head, "-_"):
+		kind = url64Enc
+	default:
+		kind = std64Enc
+	}
+	var hb [12]byte
+	if n, err := kind.decode(hb[:], head); err != nil || !printable(hb[:n]) {
+		return 0, false
+	}
+	if kind == hexEnc && (len(run)%2 != 0 || !isHexRun(run)) {
+		kind = std64Enc // hex at its start only: try it as base64
+		if containsAny(run, "-_") {
 			kind = url64Enc
-		default:
-			kind = std64Enc
+		}
+		if n, err := kind.decode(hb[:], head); err != nil || !printable(hb[:n]) {
+			return 0, false
+		}
+	}
+	if kind != hexEnc {
+		if containsAny(run, "-_") && containsAny(run, "+/") {
+			return 0, false // both alphabets: not one encoding
+		}
+		if kind == std64Enc && containsAny(run, "-_") {
+			kind = url64Enc
 		}
 		if len(run)%4 == 1 {
 			run = run[:len(run)-1]
 		}
-	}
-	// Most runs are words, hashes and identifiers, whose decoding is
-	// binary: the first bytes tell, before the rest is decoded.
-	var head [12]byte
-	n, err := kind.decode(head[:], run[:16])
-	if err != nil || !printable(head[:n]) {
-		return 0, false
 	}
 	var small [384]byte
 	buf := small[:]
 	if len(run) > len(buf) {
 		buf = make([]byte, len(run))
 	}
-	n, err = kind.decode(buf, run)
+	n, err := kind.decode(buf, run)
 	if err != nil || !printable(buf[:n]) {
 		return 0, false
 	}

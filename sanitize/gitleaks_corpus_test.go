@@ -3,6 +3,7 @@ package sanitize
 import (
 	"fmt"
 	"maps"
+	"regexp/syntax"
 	"slices"
 	"sort"
 	"strings"
@@ -36,12 +37,18 @@ type corpusRule struct {
 	aloneGL    []bool         // gitleaks finds the secret alone
 	negatives  []string       // false positives the whole default configuration passes
 	positives  int            // false positives of this rule that another rule finds
+	// Of the negatives, those that are exactly a value the rule's own
+	// allowlist names (public example keys such as Firebase's), and those
+	// that are negative only for their file name (the rule applies to
+	// other paths): both are secrets by their text alone.
+	knownSample, pathOnly map[string]bool
 }
 
 type gitleaksCorpus struct {
-	rules     []corpusRule
-	skipped   []ruleExamples // constructors whose examples were not extracted
-	noDefault []string       // rule ids not in the default configuration
+	rules      []corpusRule
+	skipped    []ruleExamples // constructors whose examples were not extracted
+	noDefault  []string       // rule ids not in the default configuration
+	noExamples []string       // rules whose constructor gives no examples
 }
 
 var (
@@ -79,6 +86,10 @@ func buildCorpus() (*gitleaksCorpus, error) {
 			c.skipped = append(c.skipped, re)
 			continue
 		}
+		if len(re.tps) == 0 && len(re.fps) == 0 {
+			c.noExamples = append(c.noExamples, re.id)
+			continue
+		}
 		rule, ok := full.Config.Rules[re.id]
 		if !ok {
 			c.noDefault = append(c.noDefault, re.id)
@@ -107,16 +118,39 @@ func buildCorpus() (*gitleaksCorpus, error) {
 				}
 			}
 		}
+		cr.knownSample, cr.pathOnly = map[string]bool{}, map[string]bool{}
 		for _, fp := range re.fps {
 			if len(full.Detect(detect.Fragment{Raw: fp.text, FilePath: fp.path})) > 0 {
 				cr.positives++
 				continue
 			}
 			cr.negatives = append(cr.negatives, fp.text)
+			if allowlistedLiteral(rule, fp.text) {
+				cr.knownSample[fp.text] = true
+			}
+			if rule.Path != nil && len(re.tps) > 0 && re.tps[0].path != "" &&
+				len(one.Detect(detect.Fragment{Raw: fp.text, FilePath: re.tps[0].path})) > 0 {
+				cr.pathOnly[fp.text] = true
+			}
 		}
 		c.rules = append(c.rules, cr)
 	}
 	return c, nil
+}
+
+// allowlistedLiteral reports whether one of rule's allowlist expressions
+// is a plain string (no pattern) found in text: a value gitleaks lets
+// through by name.
+func allowlistedLiteral(rule config.Rule, text string) bool {
+	for _, al := range rule.Allowlists {
+		for _, re := range al.Regexes {
+			rx, err := syntax.Parse(re.String(), syntax.Perl)
+			if err == nil && rx.Simplify().Op == syntax.OpLiteral && re.MatchString(text) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // singleRuleDetector is a detector of rule alone under base's global
@@ -149,15 +183,16 @@ func caught(text, out, secret string) bool {
 
 // familyScore is one row of the table.
 type familyScore struct {
-	family                string
-	rules                 int
-	written, writtenOurs  int // true positives gitleaks finds as written; of those, ours catches
-	alone, aloneGL        int // distinct secrets; of those, gitleaks finds alone
-	aloneOurs             int // of those gitleaks finds alone, ours catches
-	aloneOursAll          int // of all distinct secrets, ours catches alone
-	negatives, falseAlarm int // negatives; of those, ours changes
-	misses                []string
-	alarms                []string
+	family                  string
+	rules                   int
+	written, writtenOurs    int // true positives gitleaks finds as written; of those, ours catches
+	alone, aloneGL          int // distinct secrets; of those, gitleaks finds alone
+	aloneOurs               int // of those gitleaks finds alone, ours catches
+	aloneOursAll            int // of all distinct secrets, ours catches alone
+	negatives, falseAlarm   int // negatives; of those, ours changes
+	excluded, excludedAlarm int // negatives that are known samples or path-only; of those, ours changes
+	misses                  []string
+	alarms                  []string
 }
 
 func (f *familyScore) writtenRatio() float64 { return ratio(f.writtenOurs, f.written) }
@@ -212,8 +247,15 @@ func (c *gitleaksCorpus) score(s *Sanitizer) ([]*familyScore, *familyScore) {
 		}
 		for _, n := range r.negatives {
 			f.negatives++
+			ex := r.knownSample[n] || r.pathOnly[n]
+			if ex {
+				f.excluded++
+			}
 			if out := s.String(n); out != n {
 				f.falseAlarm++
+				if ex {
+					f.excludedAlarm++
+				}
 				f.alarms = append(f.alarms, fmt.Sprintf("%s: %q -> %q", r.id, n, out))
 			}
 		}
@@ -230,21 +272,29 @@ func (c *gitleaksCorpus) score(s *Sanitizer) ([]*familyScore, *familyScore) {
 		total.aloneOursAll += f.aloneOursAll
 		total.negatives += f.negatives
 		total.falseAlarm += f.falseAlarm
+		total.excluded += f.excluded
+		total.excludedAlarm += f.excludedAlarm
 	}
 	return rows, total
+}
+
+// falseAlarmRates returns the rate on all negatives and on those left
+// when known samples and path-only ones are set aside.
+func (f *familyScore) falseAlarmRates() (all, rest float64) {
+	return ratio(f.falseAlarm, f.negatives), ratio(f.falseAlarm-f.excludedAlarm, f.negatives-f.excluded)
 }
 
 // table renders the rows: per family, ours caught / gitleaks found, as
 // written and alone, and false alarms on the negatives.
 func table(rows []*familyScore, total *familyScore) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-20s %5s  %-20s %-20s %-14s %s\n", "family", "rules", "as written ours/gl", "alone ours/gl", "alone ours/all", "false alarms")
+	fmt.Fprintf(&b, "%-18s %5s  %-20s %-18s %-14s %s\n", "family", "rules", "as written ours/gl", "alone ours/gl", "alone ours/all", "false alarms")
 	line := func(f *familyScore) {
 		alone := "-"
 		if f.aloneGL > 0 {
 			alone = fmt.Sprintf("%d/%d %5.1f%%", f.aloneOurs, f.aloneGL, 100*f.aloneRatio())
 		}
-		fmt.Fprintf(&b, "%-20s %5d  %-20s %-20s %-14s %d/%d\n", f.family, f.rules,
+		fmt.Fprintf(&b, "%-18s %5d  %-20s %-18s %-14s %d/%d\n", f.family, f.rules,
 			fmt.Sprintf("%d/%d %5.1f%%", f.writtenOurs, f.written, 100*f.writtenRatio()), alone,
 			fmt.Sprintf("%d/%d", f.aloneOursAll, f.alone), f.falseAlarm, f.negatives)
 	}
@@ -252,30 +302,75 @@ func table(rows []*familyScore, total *familyScore) string {
 		line(f)
 	}
 	line(total)
+	all, rest := total.falseAlarmRates()
+	fmt.Fprintf(&b, "false alarms: %.1f%% of all %d negatives; %.1f%% of the %d left when the %d that are "+
+		"known public samples named by a rule's allowlist or negative only for their file name are set aside\n",
+		100*all, total.negatives, 100*rest, total.negatives-total.excluded, total.excluded)
 	return b.String()
 }
 
 // TestGitleaksCorpus checks the sanitizer against gitleaks on gitleaks'
-// own examples: in every rule family, at least 95% of what gitleaks finds
-// (as written, and each secret alone), and at most 10% of the negative
-// examples changed.
+// own examples: in every rule family, at least 95% of what gitleaks finds,
+// as written and each secret alone; at most 10% of the negative examples
+// changed, known public samples and path-only negatives set aside (and at
+// most 15% of all of them).
 func TestGitleaksCorpus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds about 220 gitleaks detectors")
 	}
 	c := loadCorpus(t)
-	s := newTestSanitizer(t, -1)
-	rows, total := c.score(s)
-	t.Logf("gitleaks corpus:\n%s", table(rows, total))
+	if len(c.rules) < 210 {
+		t.Errorf("examples of only %d rules extracted", len(c.rules))
+	}
 	for _, re := range c.skipped {
 		t.Logf("not extracted: %s.%s (%s): %v", re.family, re.fn, re.id, re.err)
 	}
+	s := newTestSanitizer(t, -1)
+	rows, total := c.score(s)
+	t.Logf("gitleaks corpus:\n%s", table(rows, total))
 	for _, f := range rows {
-		for _, m := range f.misses {
-			t.Logf("miss %s", m)
-		}
-		for _, a := range f.alarms {
-			t.Logf("alarm %s", a)
+		if f.writtenRatio() < 0.95 || f.aloneRatio() < 0.95 {
+			t.Errorf("family %s: %.1f%% of gitleaks' recall as written, %.1f%% alone, want >= 95%%:\n%s",
+				f.family, 100*f.writtenRatio(), 100*f.aloneRatio(), strings.Join(f.misses, "\n"))
 		}
 	}
+	if all, rest := total.falseAlarmRates(); rest > 0.10 || all > 0.15 {
+		var alarms []string
+		for _, f := range rows {
+			alarms = append(alarms, f.alarms...)
+		}
+		t.Errorf("false alarms on %.1f%% of the negatives (%.1f%% of all), want <= 10%% (15%%):\n%s",
+			100*rest, 100*all, strings.Join(alarms, "\n"))
+	}
+}
+
+var tableOnce sync.Once
+
+// BenchmarkGitleaksCorpus sanitizes every text of the corpus (true
+// positives as written, their secrets alone, the negatives) and prints
+// the per-family table once: `make bench` shows it.
+func BenchmarkGitleaksCorpus(b *testing.B) {
+	c := loadCorpus(b)
+	s := newTestSanitizer(b, -1)
+	tableOnce.Do(func() {
+		rows, total := c.score(s)
+		b.Logf("gitleaks v8.30.1 rule examples, per family (ours caught / gitleaks found):\n%s", table(rows, total))
+	})
+	var texts []string
+	size := 0
+	for _, r := range c.rules {
+		for _, w := range r.written {
+			texts = append(texts, w.written)
+		}
+		texts = append(texts, r.alone...)
+		texts = append(texts, r.negatives...)
+	}
+	for _, t := range texts {
+		size += len(t)
+	}
+	loop(b, size, func() {
+		for _, t := range texts {
+			_ = s.String(t)
+		}
+	})
 }

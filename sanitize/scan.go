@@ -3,6 +3,7 @@ package sanitize
 import (
 	"math"
 	"math/bits"
+	"slices"
 	"strings"
 )
 
@@ -51,16 +52,17 @@ var (
 // and whether every rule starting with the pair needs a word boundary
 // before it, so that most non-matches are rejected in the main loop.
 type trigger struct {
-	third [4]uint64
-	bound bool
+	third  [4]uint64
+	bound  bool
+	shapes []uint16 // the shapes (indexes into shapes) starting with the pair
 }
 
 func (t *trigger) allows(c byte) bool { return t.third[c>>6]&(1<<(c&63)) != 0 }
 
 // trig registers a rule starting with the bytes c1, c2 and then one of
 // third (any byte when third is empty). bound says the rule needs a word
-// boundary before c1.
-func trig(c1, c2 byte, third string, bound bool) {
+// boundary before c1. It returns the pair's trigger.
+func trig(c1, c2 byte, third string, bound bool) *trigger {
 	k := pairTrig[int(c1)<<8|int(c2)]
 	if k == 0 {
 		if len(trigs) == 256 {
@@ -79,6 +81,7 @@ func trig(c1, c2 byte, third string, bound bool) {
 		t.third[third[i]>>6] |= 1 << (third[i] & 63)
 	}
 	firstByte[c1] = true
+	return t
 }
 
 // trigShared registers c1 followed by any byte of next (all bytes when
@@ -105,8 +108,9 @@ func trigs2(c1 byte, next string) {
 }
 
 // trigPrefix registers a rule whose text starts with prefix (folded: in
-// either case).
-func trigPrefix(prefix string, fold, bound bool) {
+// either case); shape, when not negative, is the index of the shape that
+// the pairs' triggers then list.
+func trigPrefix(prefix string, fold, bound bool, shape int) {
 	if len(prefix) < 2 {
 		panic("sanitize: prefix shorter than two bytes: " + prefix)
 	}
@@ -117,13 +121,17 @@ func trigPrefix(prefix string, fold, bound bool) {
 			third = string([]byte{lowerByte(prefix[2]), upperByte(prefix[2])})
 		}
 	}
-	if !fold {
-		trig(prefix[0], prefix[1], third, bound)
-		return
+	c1s, c2s := []byte{prefix[0]}, []byte{prefix[1]}
+	if fold {
+		c1s = []byte{lowerByte(prefix[0]), upperByte(prefix[0])}
+		c2s = []byte{lowerByte(prefix[1]), upperByte(prefix[1])}
 	}
-	for _, c1 := range []byte{lowerByte(prefix[0]), upperByte(prefix[0])} {
-		for _, c2 := range []byte{lowerByte(prefix[1]), upperByte(prefix[1])} {
-			trig(c1, c2, third, bound)
+	for _, c1 := range c1s {
+		for _, c2 := range c2s {
+			t := trig(c1, c2, third, bound)
+			if shape >= 0 && !slices.Contains(t.shapes, uint16(shape)) {
+				t.shapes = append(t.shapes, uint16(shape))
+			}
 		}
 	}
 }
@@ -182,21 +190,22 @@ func init() {
 		}
 		class[c] = k
 	}
-	trigs2('A', "KSBCGIRNP3")                                                           // AWS key ids, AIza, AGE-SECRET-KEY
-	trigs2('g', "hil")                                                                  // ghp_ …, github_pat_, glpat-
-	trigs2('s', "kh")                                                                   // sk-…, sk_live_, shpat_
-	trigs2('r', "k")                                                                    // rk_live_
-	trigs2('p', "y")                                                                    // pypi-
-	trigs2('x', "oa")                                                                   // xox?-, xapp-
-	trigs2('e', "y")                                                                    // eyJ (JWT)
-	trigs2('-', "-u")                                                                   // -----BEGIN … PRIVATE KEY, --password x, -u user:pass
-	trigs2('n', "p")                                                                    // npm_
-	trigs2('h', "fo")                                                                   // hf_, hooks.slack.com
-	trigs2('S', "G")                                                                    // SG. (SendGrid)
-	trigs2('w', "h")                                                                    // whsec_
-	trigs2('y', "a")                                                                    // ya29.
-	trigs2('G', "O")                                                                    // GOCSPX-
-	trigs2('d', "oa")                                                                   // dop_v1_, dapi
+	// The hand-written rules, with the third bytes they can have.
+	for _, p := range []string{"AKI", "ASI", "ABI", "ACC", "AGP", "AID", "ARO", "AIP", "ANP", "ANV", "APK", "A3T"} {
+		trigPrefix(p, false, false, -1) // AWS key ids
+	}
+	trig('s', 'k', "-", false)   // sk-… (OpenAI, Anthropic)
+	trig('x', 'o', "x", false)   // xox?-
+	trig('x', 'a', "p", false)   // xapp-
+	trig('e', 'y', "J", false)   // eyJ (JWT)
+	trig('e', 'y', "", true)     // ey….ey… (what gitleaks takes for a JWT)
+	trig('-', '-', "", false)    // -----BEGIN … PRIVATE KEY, --password x
+	trig('-', 'u', " \t", false) // -u user:pass
+	trig('h', 'o', "o", false)   // hooks.slack.com
+	trig('S', 'G', ".", false)   // SG. (SendGrid)
+	for _, p := range []string{"Bea", "BEA", "bea", "bEa", "BeA", "bEA", "beA", "BEa"} {
+		trigPrefix(p, false, true, -1) // Bearer, any case
+	}
 	trig('w', 'e', "b", false)                                                          // webhook.office.com (Teams)
 	trigShared('|', "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") // Facebook app tokens "id|secret"
 	trigs2('B', "eE")                                                                   // Bearer
@@ -208,8 +217,9 @@ func init() {
 	trig('\'', ',', "", false)
 	trigShared('<', "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 	for i := range shapes {
-		shapes[i].register(uint16(i))
+		shapes[i].register(i)
 	}
+	initFilters()
 }
 
 // next returns the first secret span [start, end) of sc.s with start >=
@@ -223,7 +233,8 @@ func (sc *scanner) next(from int) (start, end int, ok bool) {
 	}
 	for i := from; i < len(s); i++ {
 		c := s[i]
-		if class[c]&clsB64Any == 0 {
+		f := flags[c]
+		if f&flagRun == 0 {
 			if run >= 0 && i-run >= minRunCheck {
 				if a, e := sc.runAt(run, i); e > a {
 					return a, e, true
@@ -231,21 +242,18 @@ func (sc *scanner) next(from int) (start, end int, ok bool) {
 			}
 			run = i + 1
 		}
-		if !firstByte[c] {
+		if f&flagFirst == 0 || i+1 >= len(s) {
 			continue
 		}
-		var n, n3 byte
-		if i+1 < len(s) {
-			n = s[i+1]
-			if i+2 < len(s) {
-				n3 = s[i+2]
-			}
-		}
-		k := pairTrig[int(c)<<8|int(n)]
-		if k == 0 {
+		p := int(c)<<8 | int(s[i+1])
+		if pairBits[p>>6]&(1<<(p&63)) == 0 {
 			continue
 		}
-		if t := &trigs[k]; !t.allows(n3) || t.bound && i > 0 && isWordByte(s[i-1]) {
+		var n3 byte
+		if i+2 < len(s) {
+			n3 = s[i+2]
+		}
+		if t := &trigs[pairTrig[p]]; !t.allows(n3) || t.bound && i > 0 && isWordByte(s[i-1]) {
 			continue
 		}
 		if a, e := sc.find(i); e > a {
@@ -258,6 +266,35 @@ func (sc *scanner) next(from int) (start, end int, ok bool) {
 		}
 	}
 	return 0, 0, false
+}
+
+// flags and pairBits are the main loop's filters, small enough to stay in
+// the first-level cache: per byte, whether it continues a base64 run and
+// whether a rule can start with it; per byte pair, whether one does.
+var (
+	flags    [256]uint8
+	pairBits [1 << 10]uint64
+)
+
+const (
+	flagRun   = 1 << iota // in clsB64Any
+	flagFirst             // firstByte
+)
+
+func initFilters() {
+	for c := 0; c < 256; c++ {
+		if class[c]&clsB64Any != 0 {
+			flags[c] |= flagRun
+		}
+		if firstByte[c] {
+			flags[c] |= flagFirst
+		}
+	}
+	for p, k := range pairTrig {
+		if k != 0 {
+			pairBits[p>>6] |= 1 << (p & 63)
+		}
+	}
 }
 
 // triggered reports whether a rule may start at s[j] (the main loop's
@@ -305,7 +342,11 @@ func (sc *scanner) matchAt(i int) (start, end int, ctx bool) {
 	if e > a {
 		return a, e, ctx
 	}
-	for _, k := range shapeIndex[sc.s[i]] {
+	var n byte
+	if i+1 < len(sc.s) {
+		n = sc.s[i+1]
+	}
+	for _, k := range trigs[pairTrig[int(sc.s[i])<<8|int(n)]].shapes {
 		if a, e := shapes[k].match(sc, i); e > a && a >= sc.from {
 			return a, e, false
 		}
@@ -475,10 +516,11 @@ func (sc *scanner) prefixed(i int, prefix string, cls uint16, min int) (int, boo
 // run ("sk-sk-sk-…", "AKIAAKIA…") costs O(1) per firing instead of a rescan
 // of the run, which would make hostile input quadratic.
 type scanner struct {
-	s      string
-	from   int // where the current search began: no span starts before
-	depth  int // nesting of widen
-	decode int // nesting of encoded blobs being scanned
+	s       string
+	from    int // where the current search began: no span starts before
+	depth   int // nesting of widen
+	decode  int // nesting of encoded blobs being scanned
+	passEnd int // bareUserinfoAt: where the password bytes after the last ':' seen end
 	// kubernetesSecret's answer for the document [k8sFrom, k8sTo).
 	k8s            bool
 	k8sFrom, k8sTo int
@@ -492,6 +534,11 @@ type runInfo struct{ start, end, up, lo, dg int }
 
 // runEnd returns the end of the run of class cls that starts at s[i].
 func (sc *scanner) runEnd(i int, cls uint16) int {
+	if cls&(cls-1) == 0 && sc.valid&cls != 0 {
+		if r := &sc.runs[bits.TrailingZeros16(cls)]; r.start <= i && i <= r.end {
+			return r.end
+		}
+	}
 	return sc.run(i, cls).end
 }
 

@@ -66,33 +66,14 @@ const (
 	maxmind
 )
 
-// shapeIndex lists, per byte, the shapes that can start (or be triggered)
-// there.
-var shapeIndex [256][]uint16
-
-func (r *shape) register(k uint16) {
-	add := func(c byte) {
-		for _, x := range shapeIndex[c] {
-			if x == k {
-				return
-			}
-		}
-		shapeIndex[c] = append(shapeIndex[c], k)
-	}
+func (r *shape) register(k int) {
 	if r.custom != noCustom {
 		for _, t := range r.trigs {
-			trigPrefix(t, false, r.bound)
-			add(t[0])
+			trigPrefix(t, false, r.bound, k)
 		}
 		return
 	}
-	trigPrefix(r.prefix, r.fold, r.bound)
-	add(lowerByte(r.prefix[0]))
-	if r.fold {
-		add(upperByte(r.prefix[0]))
-	} else {
-		add(r.prefix[0])
-	}
+	trigPrefix(r.prefix, r.fold, r.bound, k)
 }
 
 // boundaryBefore reports whether s[i] starts a word, or the boundary does
