@@ -19,6 +19,7 @@ import (
 
 	"github.com/harness-runtime/harness/action"
 	"github.com/harness-runtime/harness/policy"
+	"github.com/harness-runtime/harness/sanitize"
 )
 
 const (
@@ -128,7 +129,7 @@ func (s *Server) confirmAndRun(ctx context.Context, req mcpgo.CallToolRequest, a
 	}
 	if s.flow != nil {
 		obs, err := s.flow.Execute(ctx, token)
-		if err != nil {
+		if err != nil && obs.Action == "" { // a run refused as stale keeps its observation (action_id, source)
 			return toolResult(flowRefusal(a, err)), nil
 		}
 		return toolResult(obs), nil
@@ -214,7 +215,9 @@ func (s *Server) askConfirmation(ctx context.Context, a action.Action) (*mcpgo.C
 	if who == "" {
 		who = "The MCP client"
 	}
-	msg := fmt.Sprintf("%s asks Harness to run %s (risk: %s):\n\n%s\n\nRun it?", who, a.Name, risk, renderPreview(preview))
+	// File contents and command words are the workspace's: nothing in them
+	// may change how the person sees what they approve.
+	msg := sanitize.Inert(fmt.Sprintf("%s asks Harness to run %s (risk: %s):\n\n%s\n\nRun it?", who, a.Name, risk, renderPreview(preview)))
 	params := mcpgo.ElicitationParams{
 		Message: msg,
 		RequestedSchema: map[string]any{

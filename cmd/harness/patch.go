@@ -11,6 +11,7 @@ import (
 
 	"github.com/harness-runtime/harness/action"
 	"github.com/harness-runtime/harness/runtime"
+	"github.com/harness-runtime/harness/sanitize"
 )
 
 func init() {
@@ -111,7 +112,7 @@ func runPatch(ctx context.Context, args []string, s stdio) int {
 	}
 	obs := e.H.Execute(runtime.WithPrincipal(ctx, "cli"), action.Action{Name: name, Input: in, Trusted: true})
 	if obs.Status != action.StatusOK {
-		fmt.Fprintf(s.err, "harness patch: %s: %s\n", obs.Code, obs.Message)
+		fmt.Fprintf(s.err, "harness patch: %s: %s\n", obs.Code, sanitize.Inert(obs.Message))
 		fmt.Fprintln(s.err, "harness patch: nothing was written")
 		return obs.Code.ExitCode()
 	}
@@ -122,11 +123,12 @@ func runPatch(ctx context.Context, args []string, s stdio) int {
 		if old, ok := m["old_path"].(string); ok && old != "" {
 			name = old + " -> " + name
 		}
-		fmt.Fprintf(s.out, "%-6s %s (+%v -%v, %v)\n", m["op"], name, m["added"], m["removed"], m["stage"])
+		fmt.Fprintf(s.out, "%-6s %s (+%v -%v, %v)\n", m["op"], sanitize.Inert(name), m["added"], m["removed"], m["stage"])
 	}
 	if *showDiff {
 		diff, _ := obs.Payload["diff"].(string)
-		fmt.Fprint(s.out, diff)
+		fmt.Fprint(s.out, sanitize.Inert(diff)) // shown to a person: no disguises
+
 	}
 	if *dryRun {
 		fmt.Fprintf(s.err, "harness patch: dry run: %d file(s) would change; nothing was written\n", len(files))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/harness-runtime/harness/action"
 	"github.com/harness-runtime/harness/runtime"
+	"github.com/harness-runtime/harness/sanitize"
 )
 
 func init() {
@@ -60,7 +61,7 @@ func runCmd(ctx context.Context, args []string, s stdio) int {
 	s.out.Write(obs.JSON())
 	fmt.Fprintln(s.out)
 	if obs.Message != "" && obs.Status != action.StatusOK {
-		fmt.Fprintf(s.err, "harness run: %s: %s\n", obs.Code, obs.Message)
+		fmt.Fprintf(s.err, "harness run: %s: %s\n", obs.Code, sanitize.Inert(obs.Message))
 	}
 	return exitFor(obs.Status)
 }
