@@ -568,8 +568,12 @@ func TestSandboxRefusesUnprotectableGitDir(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := treeState(t, filepath.Join(e.root, ".git"))
+			_, planErr := e.w.PlanCommand("make")
 			out, err := e.run(t, "make")
 			if !tt.ok {
+				if strings.Contains(tt.name, "symlink") && action.CodeOf(planErr) != action.CodeCommandNotAllowed {
+					t.Errorf("the plan should refuse already: %v", planErr)
+				}
 				if action.CodeOf(err) != action.CodeCommandNotAllowed {
 					t.Fatalf("want command_not_allowed, got %v %v", out, err)
 				}
@@ -913,9 +917,12 @@ func TestSandboxNetworkCommands(t *testing.T) {
 	if _, ok := out["sandbox_note"]; !ok {
 		t.Errorf("payload lacks the network note: %v", out)
 	}
+	if slices.Contains(plan.Env, "GOPROXY=off") {
+		t.Errorf("a network command keeps GOPROXY=off")
+	}
 	// pwd is not a network command.
 	plan, err = e.w.PlanCommand("pwd")
-	if err != nil || plan.NoNetwork != true || !slices.Contains(plan.SandboxLayers, SandboxLayerNetNS) {
+	if err != nil || plan.NoNetwork != true || !slices.Contains(plan.SandboxLayers, SandboxLayerNetNS) || !slices.Contains(plan.Env, "GOPROXY=off") {
 		t.Fatalf("pwd plan %+v %v", plan, err)
 	}
 }

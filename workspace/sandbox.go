@@ -50,8 +50,9 @@ const (
 	// no_network, TCP bind and connect are denied too (Landlock ABI 4+).
 	SandboxLayerLandlock = "landlock"
 	// SandboxLayerUserNS: the namespaces below are owned by a new user
-	// namespace (needed when the service is not root; a root service makes
-	// them without one when the kernel refuses it).
+	// namespace, which an unprivileged service needs to make them. A root
+	// service makes them without one (so this layer is not listed for it):
+	// the command has no capability either way.
 	SandboxLayerUserNS = "user-ns"
 	// SandboxLayerPIDNS: the command is in its own PID namespace with a
 	// private, read-only /proc, so it sees no other process; the helper is
@@ -60,7 +61,7 @@ const (
 	SandboxLayerPIDNS = "pid-ns"
 	// SandboxLayerMountNS: the root's .git and .harness (and the caller's
 	// read-only binds) are mounted read-only for the command; when absent
-	// they are held by an empty read-only placeholder directory for the
+	// they are held by an empty read-only placeholder file for the
 	// duration of the command, so the command cannot create them.
 	SandboxLayerMountNS = "mount-ns"
 	// SandboxLayerNetNS: the command is in an empty network namespace.

@@ -5,11 +5,13 @@ package workspace
 import (
 	"encoding/binary"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/harness-runtime/harness/action"
@@ -174,7 +176,7 @@ func TestSandboxPlaceholdersShared(t *testing.T) {
 	}
 	for _, name := range protectedNames {
 		fi, err := os.Lstat(filepath.Join(e.root, name))
-		if err != nil || !fi.IsDir() || fi.Mode().Perm() != placeholderMode {
+		if err != nil || !isPlaceholder(fi) {
 			t.Fatalf("placeholder %s: %v %v", name, fi, err)
 		}
 	}
@@ -182,28 +184,34 @@ func TestSandboxPlaceholdersShared(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(e.root, ".git")); err != nil {
 		t.Fatalf("placeholder removed while still held: %v", err)
 	}
-	if err := os.Mkdir(filepath.Join(e.root, ".harness", "kept"), 0o700); err != nil {
+	// Someone outside (root) wrote into a placeholder meanwhile.
+	if err := os.WriteFile(filepath.Join(e.root, ".harness"), []byte("kept"), 0o400); err != nil {
 		t.Fatal(err)
 	}
 	e.w.releaseProtected(b, true)
 	if _, err := os.Lstat(filepath.Join(e.root, ".git")); err == nil {
 		t.Fatal("placeholder left after the last holder")
 	}
-	if _, err := os.Lstat(filepath.Join(e.root, ".harness", "kept")); err != nil {
-		t.Fatalf("a placeholder that was filled meanwhile was removed: %v", err)
+	if b, err := os.ReadFile(filepath.Join(e.root, ".harness")); string(b) != "kept" {
+		t.Fatalf("a placeholder that was written meanwhile was removed: %v", err)
 	}
-	// A real, empty .git is not a placeholder and stays.
-	os.RemoveAll(filepath.Join(e.root, ".harness"))
-	if err := os.Mkdir(filepath.Join(e.root, ".git"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	c, err := e.w.holdProtected()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.w.releaseProtected(c, true)
-	if _, err := os.Lstat(filepath.Join(e.root, ".git")); err != nil {
-		t.Fatalf("an empty .git of the user was removed: %v", err)
+	// A real, empty .git directory or file is not a placeholder and stays.
+	for _, mk := range []func(string) error{
+		func(p string) error { return os.Mkdir(p, placeholderMode) },
+		func(p string) error { return os.WriteFile(p, nil, 0o644) },
+	} {
+		os.RemoveAll(filepath.Join(e.root, ".git"))
+		if err := mk(filepath.Join(e.root, ".git")); err != nil {
+			t.Fatal(err)
+		}
+		c, err := e.w.holdProtected()
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.w.releaseProtected(c, true)
+		if _, err := os.Lstat(filepath.Join(e.root, ".git")); err != nil {
+			t.Fatalf("an empty .git of the user was removed: %v", err)
+		}
 	}
 }
 
@@ -310,5 +318,108 @@ func TestSeccompProgramDecisions(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSandboxUnprivilegedService runs the sandbox tests' core checks in a
+// copy of this test binary that runs as nobody, so that the path of an
+// unprivileged service (a user namespace owning the others, the helper's
+// setup capabilities kept as ambient ones and then dropped) is tested on a
+// host where the tests run as root. (Run as an unprivileged user, every
+// test takes that path anyway.)
+func TestSandboxUnprivilegedService(t *testing.T) {
+	if os.Getenv("HARNESS_SANDBOX_UNPRIVILEGED") != "" {
+		unprivilegedChecks(t)
+		return
+	}
+	requireFullSandbox(t)
+	if !serviceIsRoot() {
+		t.Skip("not root: the other tests take the unprivileged path")
+	}
+	if readSysctl("user/max_user_namespaces") == "0" {
+		t.Skip("user namespaces are disabled")
+	}
+	const nobody = 65534
+	dir, err := os.MkdirTemp("", "harness-unprivileged-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "workspace.test")
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(tmp, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^TestSandboxUnprivilegedService$", "-test.count=1", "-test.v")
+	cmd.Env = []string{"HARNESS_SANDBOX_UNPRIVILEGED=1", "TMPDIR=" + tmp, "PATH=" + os.Getenv("PATH"), "HOME=" + tmp}
+	cmd.Dir = tmp
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{}}}
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS") {
+		t.Fatalf("as nobody: %v\n%s", err, out)
+	}
+	if strings.Contains(string(out), "--- SKIP") {
+		t.Skipf("as nobody: %s", out)
+	}
+}
+
+// unprivilegedChecks is TestSandboxUnprivilegedService as nobody.
+func unprivilegedChecks(t *testing.T) {
+	if serviceIsRoot() {
+		t.Fatal("still root")
+	}
+	f := SandboxSupport()
+	for _, l := range append([]string{SandboxLayerUserNS}, requiredLayers...) {
+		if why, ok := f.Missing[l]; ok {
+			t.Skipf("an unprivileged service lacks %s here: %s", l, why)
+		}
+	}
+	e := newShEnv(t, SandboxRequired, nil, map[string]string{".git/HEAD": "ref: refs/heads/main\n", ".git/hooks/.keep": ""})
+	linkProbe(t, e.root)
+	recipe := probeRecipe("status", "tcp4=1", "udp4=53", "userns", "read=/etc/shadow", "ls=/proc", "socketpair") +
+		"\t-@echo evil > .git/hooks/pre-commit\n\t-@mkdir -p .harness/x\n"
+	if err := os.WriteFile(filepath.Join(e.root, "Makefile"), []byte(recipe), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := e.mustRun(t, "make")
+	res := probeResults(out["stdout"].(string))
+	for _, want := range []string{"CapInh:0000000000000000", "CapPrm:0000000000000000", "CapEff:0000000000000000",
+		"CapBnd:0000000000000000", "CapAmb:0000000000000000", "NoNewPrivs:1", "Seccomp:2"} {
+		if !strings.Contains(res["status"], want) {
+			t.Errorf("status %s lacks %s", res["status"], want)
+		}
+	}
+	for _, c := range []string{"tcp4=1", "udp4=53", "userns", "read=/etc/shadow"} {
+		if !strings.HasPrefix(res[c], "err=") {
+			t.Errorf("%s: %s, want a refusal", c, res[c])
+		}
+	}
+	if res["socketpair"] != "ok" || strings.Count(res["ls=/proc"], ",") > 60 {
+		t.Errorf("probe %v", res)
+	}
+	if out["sandbox"] != SandboxFull || !slices.Contains(out["sandbox_layers"].([]string), SandboxLayerUserNS) {
+		t.Errorf("payload %v", out)
+	}
+	for _, p := range []string{".git/hooks/pre-commit", ".harness"} {
+		if _, err := os.Lstat(filepath.Join(e.root, p)); err == nil {
+			t.Errorf("%s was written", p)
+		}
 	}
 }

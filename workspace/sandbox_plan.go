@@ -119,7 +119,11 @@ func (w *Workspace) planSandbox(plan *CommandPlan) error {
 	}
 
 	ns := nsFlags{mount: f.MountNS, pid: f.PIDNS && f.MountNS, net: f.NetNS && !network}
-	ns.user = f.UserNS && (ns.mount || ns.pid || ns.net)
+	// A root service makes the namespaces without a user namespace: the
+	// command ends up with no capability either way, and without one the
+	// service can start the helper with vfork instead of copying its own
+	// address space (about a millisecond per command).
+	ns.user = f.UserNS && !serviceIsRoot() && (ns.mount || ns.pid || ns.net)
 	read := slices.Clone(systemReadDirs)
 	for _, name := range w.allowedCommands() {
 		p, err := lookCommand(name)
@@ -135,6 +139,16 @@ func (w *Workspace) planSandbox(plan *CommandPlan) error {
 				read = append(read, d)
 			}
 		}
+	}
+	if ns.mount {
+		if err := w.checkProtectable(); err != nil {
+			return err
+		}
+	}
+	if network {
+		// The deployment opened the network to this command so that it can
+		// fetch (go from its module proxy): Go's default proxy then.
+		plan.Env = slices.DeleteFunc(plan.Env, func(kv string) bool { return kv == "GOPROXY=off" })
 	}
 	plan.helper = helper
 	plan.ns = ns
@@ -201,6 +215,24 @@ func (w *Workspace) planSandbox(plan *CommandPlan) error {
 	plan.SandboxNote = strings.Join(notes, "; ")
 	if len(missing) > 0 {
 		logNote()
+	}
+	return nil
+}
+
+// checkProtectable refuses, when the command is planned, what
+// holdProtected would refuse when it runs: a protected name that is a
+// symlink or a special file, which the sandbox cannot keep a command from
+// replacing.
+func (w *Workspace) checkProtectable() error {
+	for _, name := range protectedNames {
+		fi, err := w.root.Lstat(name)
+		if err != nil || fi.IsDir() || fi.Mode().IsRegular() {
+			continue
+		}
+		e := action.Errorf(action.CodeCommandNotAllowed,
+			"%s in the workspace is not a directory or a file: the sandbox cannot keep a command from replacing it, so no command runs until it is a directory, a file or absent", name)
+		e.Payload = map[string]any{"path": name}
+		return e
 	}
 	return nil
 }

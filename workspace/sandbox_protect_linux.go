@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,11 +14,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// placeholderMode is the permission of the empty directory that stands in
-// for a missing .git or .harness while a command runs: readable by its
-// owner only (so the service can lock it), writable by nobody without
-// capabilities. An empty directory with exactly this mode is taken for a
+// placeholderMode is the permission of the empty file that stands in for a
+// missing .git or .harness while a command runs: readable by its owner
+// only (so the service can lock it), writable by nobody without
+// capabilities. An empty regular file with exactly this mode is taken for a
 // placeholder, also one left by another Harness process.
+//
+// A file rather than a directory: creating and removing it costs no data
+// block (a directory's costs a discard on some file systems, about a
+// millisecond), and git run outside meanwhile stops at it ("invalid gitfile
+// format") instead of looking further up.
 const placeholderMode = 0o400
 
 // protectedEntry is one of protectedNames as held for one command.
@@ -31,9 +35,8 @@ type protectedEntry struct {
 
 // holdProtected opens each of protectedNames in the root for the helper to
 // bind read-only. A name that does not exist is created as an empty
-// placeholder directory (mode 0400): the command cannot create the real
-// thing, since the name is taken by a read-only mount in its namespace, and
-// a git run outside meanwhile sees an empty directory, not a repository.
+// placeholder file (mode 0400): the command cannot create the real thing,
+// since the name is taken by a read-only mount in its namespace.
 // Placeholders are held with a shared flock, so that concurrent commands
 // (of this or another Harness process) share one, and the last one to
 // finish removes it (releaseProtected).
@@ -69,58 +72,59 @@ func (w *Workspace) holdProtected() ([]protectedEntry, error) {
 
 func holdOne(dirfd int, name string) (protectedEntry, error) {
 	e := protectedEntry{name: name}
+	internal := func(what string, err error) (protectedEntry, error) {
+		return e, &action.Error{Code: action.CodeInternal, Message: what + " " + name, Err: err}
+	}
 	for range 8 {
-		fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		switch {
-		case errors.Is(err, unix.ENOENT):
-			if err := unix.Mkdirat(dirfd, name, placeholderMode); err != nil && !errors.Is(err, unix.EEXIST) {
-				return e, &action.Error{Code: action.CodeInternal, Message: "create the " + name + " placeholder", Err: err}
-			}
-			continue
-		case errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP), errors.Is(err, unix.EACCES):
-			// Not a directory (or one the service may not read): hold it
-			// as it is, if it is a regular file or directory.
-			fd, err = unix.Openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-			if errors.Is(err, unix.ENOENT) {
+		fd, err := unix.Openat(dirfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) {
+			fd, err = unix.Openat(dirfd, name, unix.O_CREAT|unix.O_EXCL|unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, placeholderMode)
+			if errors.Is(err, unix.EEXIST) {
 				continue
 			}
 			if err != nil {
-				return e, &action.Error{Code: action.CodeInternal, Message: "open " + name, Err: err}
+				return internal("create a placeholder for", err)
 			}
-			var st unix.Stat_t
-			if err := unix.Fstat(fd, &st); err != nil {
+			if err := unix.Fchmod(fd, placeholderMode); err != nil { // whatever the umask
 				unix.Close(fd)
-				return e, &action.Error{Code: action.CodeInternal, Message: "stat " + name, Err: err}
+				return internal("create a placeholder for", err)
 			}
-			if t := st.Mode & unix.S_IFMT; t != unix.S_IFREG && t != unix.S_IFDIR {
-				unix.Close(fd)
-				e := action.Errorf(action.CodeCommandNotAllowed,
-					"%s in the workspace is a %s: the sandbox cannot keep a command from replacing it, so no command runs until it is a directory, a file or absent",
-					name, fileTypeName(t))
-				e.Payload = map[string]any{"path": name}
-				return protectedEntry{name: name}, e
-			}
-			e.file = os.NewFile(uintptr(fd), name)
-			return e, nil
-		case err != nil:
-			return e, &action.Error{Code: action.CodeInternal, Message: "open " + name, Err: err}
+		} else if err != nil {
+			return internal("open", err)
 		}
 		f := os.NewFile(uintptr(fd), name)
-		ok, err := isPlaceholder(f)
+		fi, err := f.Stat()
 		if err != nil {
 			f.Close()
-			return e, &action.Error{Code: action.CodeInternal, Message: "read " + name, Err: err}
+			return internal("stat", err)
 		}
-		if !ok {
+		switch {
+		case fi.IsDir() || (fi.Mode().IsRegular() && !isPlaceholder(fi)):
 			e.file = f
 			return e, nil
-		}
-		if err := unix.Flock(fd, unix.LOCK_SH); err != nil {
+		case !fi.Mode().IsRegular():
 			f.Close()
-			return e, &action.Error{Code: action.CodeInternal, Message: "lock the " + name + " placeholder", Err: err}
+			ae := action.Errorf(action.CodeCommandNotAllowed,
+				"%s in the workspace is a %s: the sandbox cannot keep a command from replacing it, so no command runs until it is a directory, a file or absent",
+				name, fileTypeName(fi.Mode()))
+			ae.Payload = map[string]any{"path": name}
+			return e, ae
+		}
+		// A placeholder: lock it (an O_PATH descriptor cannot be locked).
+		if isOPath(int(f.Fd())) {
+			lf, err := unix.Open(fmt.Sprintf("/proc/self/fd/%d", fd), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+			f.Close()
+			if err != nil {
+				return internal("open the placeholder", err)
+			}
+			f = os.NewFile(uintptr(lf), name)
+		}
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_SH); err != nil {
+			f.Close()
+			return internal("lock the placeholder", err)
 		}
 		// The last holder may have removed it between the open and the lock.
-		if !sameFileAt(dirfd, name, fd) {
+		if !sameFileAt(dirfd, name, int(f.Fd())) {
 			f.Close()
 			continue
 		}
@@ -130,24 +134,17 @@ func holdOne(dirfd int, name string) (protectedEntry, error) {
 	return e, action.Errorf(action.CodeInternal, "%s in the workspace keeps changing; the command does not run", name)
 }
 
-// isPlaceholder reports whether the open directory f is empty with exactly
+// isPlaceholder reports whether fi is an empty regular file with exactly
 // placeholderMode.
-func isPlaceholder(f *os.File) (bool, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return false, err
-	}
-	if fi.Mode().Perm() != placeholderMode || fi.Mode()&(os.ModeSetuid|os.ModeSetgid|os.ModeSticky) != 0 {
-		return false, nil
-	}
-	names, err := f.Readdirnames(1)
-	if len(names) > 0 {
-		return false, nil
-	}
-	if err != nil && !errors.Is(err, io.EOF) {
-		return false, err
-	}
-	return true, nil
+func isPlaceholder(fi os.FileInfo) bool {
+	return fi.Mode().IsRegular() && fi.Size() == 0 && fi.Mode().Perm() == placeholderMode &&
+		fi.Mode()&(os.ModeSetuid|os.ModeSetgid|os.ModeSticky) == 0
+}
+
+// isOPath reports whether fd was opened with O_PATH.
+func isOPath(fd int) bool {
+	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	return err == nil && flags&unix.O_PATH != 0
 }
 
 // sameFileAt reports whether name in dirfd is (without following a
@@ -165,8 +162,7 @@ func sameFileAt(dirfd int, name string, fd int) bool {
 // It is called once the command and everything it started have ended, so
 // nothing of the command can take the name in the moment after. Without
 // the PID namespace that is not certain (a process may have left the
-// process group), and placeholders are left in place (remove false): an
-// empty directory, which git outside takes for no repository.
+// process group), and placeholders are left in place (remove false).
 func (w *Workspace) releaseProtected(held []protectedEntry, remove bool) {
 	var dirfd = -1
 	if remove {
@@ -179,9 +175,8 @@ func (w *Workspace) releaseProtected(held []protectedEntry, remove bool) {
 		if e.placeholder && dirfd >= 0 {
 			fd := int(e.file.Fd())
 			if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) == nil && sameFileAt(dirfd, e.name, fd) {
-				if ok, _ := isPlaceholder(e.file); ok {
-					// Fails, harmlessly, if something was put inside meanwhile.
-					_ = unix.Unlinkat(dirfd, e.name, unix.AT_REMOVEDIR)
+				if fi, err := e.file.Stat(); err == nil && isPlaceholder(fi) {
+					_ = unix.Unlinkat(dirfd, e.name, 0)
 				}
 			}
 		}
@@ -267,15 +262,15 @@ func readSmall(fd uintptr, name string) ([]byte, error) {
 	return buf[:n], nil
 }
 
-func fileTypeName(t uint32) string {
-	switch t {
-	case unix.S_IFLNK:
+func fileTypeName(m os.FileMode) string {
+	switch {
+	case m&os.ModeSymlink != 0:
 		return "symlink"
-	case unix.S_IFIFO:
+	case m&os.ModeNamedPipe != 0:
 		return "FIFO"
-	case unix.S_IFSOCK:
+	case m&os.ModeSocket != 0:
 		return "socket"
-	case unix.S_IFCHR, unix.S_IFBLK:
+	case m&os.ModeDevice != 0:
 		return "device"
 	}
 	return "special file"

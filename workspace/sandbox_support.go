@@ -11,9 +11,9 @@ import (
 type SandboxFeatures struct {
 	// LandlockABI is the kernel's Landlock ABI version, 0 without Landlock.
 	LandlockABI int
-	// UserNS: the service can make a user namespace that owns the others.
-	// When false and the service is root, the other namespaces are made
-	// without one; when false otherwise, they cannot be made at all.
+	// UserNS: the service can make a user namespace. An unprivileged
+	// service needs one to make the other namespaces (without it they
+	// are missing too); a root service makes them without one.
 	UserNS bool
 	// PIDNS: a new PID namespace can be made and a private /proc mounted
 	// in it (a container that masks parts of /proc makes the kernel refuse

@@ -33,11 +33,13 @@ func probeSandbox() SandboxFeatures {
 		userErr = errors.New("AppArmor withholds capabilities in unprivileged user namespaces (kernel.apparmor_restrict_unprivileged_userns=1)")
 	}
 	f.UserNS = userErr == nil
+	// The namespaces are probed as the sandbox makes them: owned by a new
+	// user namespace, except for a root service (see planSandbox).
 	var base uintptr
-	if f.UserNS {
-		base = syscall.CLONE_NEWUSER
-	} else {
+	if !f.UserNS {
 		f.Missing[SandboxLayerUserNS] = "cannot make a user namespace: " + userErr.Error()
+	} else if !serviceIsRoot() {
+		base = syscall.CLONE_NEWUSER
 	}
 	for _, ns := range []struct {
 		layer string
