@@ -30,6 +30,12 @@ run: build
 example:
 	$(GO) run ./examples/react
 
+# The fixed evaluation: the scenarios of internal/eval through the library,
+# the HTTP service, the CLI and the MCP bridge, printed as a table; fails on
+# any difference between the four.
+eval:
+	$(GO) run ./cmd/harness-eval
+
 # Debian packages the tests and benchmarks use: ripgrep (search benchmark
 # baseline), git (workspace git tests), patch (patch benchmark baseline).
 tools:
