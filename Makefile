@@ -32,8 +32,14 @@ example:
 
 # The fixed evaluation: the scenarios of internal/eval through the library,
 # the HTTP service, the CLI and the MCP bridge, printed as a table; fails on
-# any difference between the four.
+# any difference between the four. The evaluation gives Harness a home of
+# its own; Go keeps the invoking user's caches and settings even when HOME
+# points elsewhere (else every module is fetched and built again).
 eval:
+	@h=$$(getent passwd "$$(id -u)" 2>/dev/null | cut -d: -f6); \
+	if [ -n "$$h" ] && [ "$$h" != "$$HOME" ]; then \
+	  export GOENV=$$(HOME=$$h $(GO) env GOENV) GOCACHE=$$(HOME=$$h $(GO) env GOCACHE) GOMODCACHE=$$(HOME=$$h $(GO) env GOMODCACHE); \
+	fi; \
 	$(GO) run ./cmd/harness-eval
 
 # Debian packages the tests and benchmarks use: ripgrep (search benchmark
