@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -924,5 +925,34 @@ func TestSandboxNetworkCommands(t *testing.T) {
 	plan, err = e.w.PlanCommand("pwd")
 	if err != nil || plan.NoNetwork != true || !slices.Contains(plan.SandboxLayers, SandboxLayerNetNS) || !slices.Contains(plan.Env, "GOPROXY=off") {
 		t.Fatalf("pwd plan %+v %v", plan, err)
+	}
+}
+
+// TestSandboxConcurrentCommandsShareProtection: commands running at the same
+// time on a root without .git share its placeholder; none of them can
+// create .git while another holds it, and the last one to end removes it.
+func TestSandboxConcurrentCommandsShareProtection(t *testing.T) {
+	requireFullSandbox(t)
+	e := newShEnv(t, SandboxRequired, nil, map[string]string{
+		"Makefile": "all:\n\t-@mkdir -p .git/hooks 2>/dev/null; echo evil > .git/hooks/pre-commit 2>/dev/null\n\t@sleep 0.2\n\t-@mkdir .harness 2>/dev/null\n",
+	})
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			if _, err := e.run(t, "make"); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for _, name := range protectedNames {
+		if _, err := os.Lstat(filepath.Join(e.root, name)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s after the commands: %v", name, err)
+		}
 	}
 }
