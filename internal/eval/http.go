@@ -22,7 +22,6 @@ import (
 // service), and asked over real HTTP: POST /v1/actions, or for trusted
 // scenarios POST /v1/actions/preview then /v1/actions/execute/{token}.
 type httpDriver struct {
-	opts    Options
 	key     string
 	ps      pipelines
 	servers map[Variant]*httpSite
@@ -38,7 +37,6 @@ func (d *httpDriver) site(ctx context.Context, v Variant, s site) (*httpSite, er
 	if hs := d.servers[v]; hs != nil {
 		return hs, nil
 	}
-	d.ps.opts = d.opts
 	p, err := d.ps.get(ctx, v, s)
 	if err != nil {
 		return nil, err

@@ -50,9 +50,8 @@ func openPipeline(ctx context.Context, opts Options, s site) (*pipeline.Pipeline
 
 // pipelines opens one pipeline per variant, on first use.
 type pipelines struct {
-	opts  Options
-	open  map[Variant]*pipeline.Pipeline
-	onNew func(v Variant, p *pipeline.Pipeline) error
+	opts Options
+	open map[Variant]*pipeline.Pipeline
 }
 
 func (ps *pipelines) get(ctx context.Context, v Variant, s site) (*pipeline.Pipeline, error) {
@@ -67,11 +66,6 @@ func (ps *pipelines) get(ctx context.Context, v Variant, s site) (*pipeline.Pipe
 		ps.open = map[Variant]*pipeline.Pipeline{}
 	}
 	ps.open[v] = p
-	if ps.onNew != nil {
-		if err := ps.onNew(v, p); err != nil {
-			return nil, err
-		}
-	}
 	return p, nil
 }
 
@@ -89,12 +83,10 @@ func (ps *pipelines) close() error {
 // set by the program for trusted scenarios, and the pipeline's trusted
 // service for the preview -> execute flow.
 type libraryDriver struct {
-	opts Options
-	ps   pipelines
+	ps pipelines
 }
 
 func (d *libraryDriver) run(ctx context.Context, sc Scenario, s site) (answer, error) {
-	d.ps.opts = d.opts
 	p, err := d.ps.get(ctx, sc.Variant, s)
 	if err != nil {
 		return answer{}, err
