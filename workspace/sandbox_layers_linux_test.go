@@ -3,6 +3,7 @@
 package workspace
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -258,8 +259,18 @@ func TestSandboxUnprivilegedService(t *testing.T) {
 	if err := os.Chown(tmp, nobody, nobody); err != nil {
 		t.Fatal(err)
 	}
+	// A root the service may read but not write: no placeholder can be
+	// made there, and none is needed, since the command cannot create .git
+	// either.
+	readOnly := filepath.Join(dir, "read-only-root")
+	if err := os.Mkdir(readOnly, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(readOnly, "Makefile"), []byte("all:\n\t@echo read\n\t-@mkdir .git\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(bin, "-test.run=^TestSandboxUnprivilegedService$", "-test.count=1", "-test.v")
-	cmd.Env = []string{"HARNESS_SANDBOX_UNPRIVILEGED=1", "TMPDIR=" + tmp, "PATH=" + os.Getenv("PATH"), "HOME=" + tmp}
+	cmd.Env = []string{"HARNESS_SANDBOX_UNPRIVILEGED=" + readOnly, "TMPDIR=" + tmp, "PATH=" + os.Getenv("PATH"), "HOME=" + tmp}
 	cmd.Dir = tmp
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{}}}
 	out, err := cmd.CombinedOutput()
@@ -312,5 +323,21 @@ func unprivilegedChecks(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(e.root, p)); err == nil {
 			t.Errorf("%s was written", p)
 		}
+	}
+
+	readOnly := os.Getenv("HARNESS_SANDBOX_UNPRIVILEGED")
+	opts := DefaultOptions()
+	opts.Sandbox, opts.HelperPath = SandboxRequired, os.Args[0]
+	w, err := New(readOnly, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	ro, err := w.Run(context.Background(), action.Action{Name: "workspace_run_shell", Input: map[string]any{"command": "make"}})
+	if err != nil || ro["stdout"] != "read\n" {
+		t.Fatalf("a command in a root the service cannot write: %v %v", ro, err)
+	}
+	if _, err := os.Lstat(filepath.Join(readOnly, ".git")); err == nil {
+		t.Error(".git exists in the read-only root")
 	}
 }

@@ -55,7 +55,7 @@ func (w *Workspace) holdProtected() ([]protectedEntry, error) {
 	var held []protectedEntry
 	for _, name := range protectedNames {
 		e, err := holdOne(dirfd, name)
-		if err == nil && name == ".git" {
+		if err == nil && name == ".git" && e.file != nil {
 			err = w.checkGitDirsOutside(e)
 		}
 		if err != nil {
@@ -65,7 +65,9 @@ func (w *Workspace) holdProtected() ([]protectedEntry, error) {
 			w.releaseProtected(held, false)
 			return nil, err
 		}
-		held = append(held, e)
+		if e.file != nil {
+			held = append(held, e)
+		}
 	}
 	return held, nil
 }
@@ -81,6 +83,12 @@ func holdOne(dirfd int, name string) (protectedEntry, error) {
 			fd, err = unix.Openat(dirfd, name, unix.O_CREAT|unix.O_EXCL|unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, placeholderMode)
 			if errors.Is(err, unix.EEXIST) {
 				continue
+			}
+			if errors.Is(err, unix.EROFS) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+				// The service may not create it (a read-only root, or one
+				// it may not write to): the command, with less, may not
+				// either, and there is nothing to hold.
+				return e, nil
 			}
 			if err != nil {
 				return internal("create a placeholder for", err)
