@@ -553,7 +553,10 @@ func (w *Workspace) plan(ctx context.Context, in map[string]any, write bool) (Pa
 		}
 		return w.planContent(target, []byte(pi.content), cur)
 	}
-	p, err := patch.Parse(pi.text)
+	// One Work bounds the whole request by what it brought: the patch
+	// text and, as they are read, the files (planPatch allows for them).
+	pi.opts.Work = patch.NewWork(patch.WorkAllowance(len(pi.text)))
+	p, err := patch.ParseContext(ctx, pi.text, pi.opts.Work)
 	if err != nil {
 		return PatchPlan{}, patchError("", err)
 	}
@@ -572,7 +575,11 @@ func (w *Workspace) plan(ctx context.Context, in map[string]any, write bool) (Pa
 	} else if err := patch.Resolve(p, pi.strip, w.statKind); err != nil {
 		return PatchPlan{}, patchError("", err)
 	}
-	return w.planPatch(ctx, p, pi.opts, write)
+	plan, err := w.planPatch(ctx, p, pi.opts, write)
+	if err != nil && ctx.Err() != nil {
+		return PatchPlan{}, ctx.Err()
+	}
+	return plan, err
 }
 
 // planContent plans replacing (or creating) target, as read in cur, with
@@ -647,7 +654,7 @@ func (w *Workspace) planPatch(ctx context.Context, p *patch.Patch, opts patch.Op
 		// planned content (models split edits of one file).
 		if k, ok := touched[src]; ok && f.Op == patch.OpModify && plan.Files[k].Op != string(patch.OpDelete) {
 			pf := &plan.Files[k]
-			r, err := patch.Apply(pf.after, f.Hunks, opts)
+			r, err := patch.ApplyContext(ctx, pf.after, f.Hunks, opts)
 			if err != nil {
 				return PatchPlan{}, patchError(target, err)
 			}
@@ -666,6 +673,7 @@ func (w *Workspace) planPatch(ctx context.Context, p *patch.Patch, opts patch.Op
 		if err != nil {
 			return PatchPlan{}, err
 		}
+		opts.Work.Allow(len(cur.content))
 		pf := PatchFile{Path: target, Op: string(f.Op), Stage: string(patch.StageExact), mode: 0o644}
 		switch f.Op {
 		case patch.OpCreate:
@@ -694,7 +702,7 @@ func (w *Workspace) planPatch(ctx context.Context, p *patch.Patch, opts patch.Op
 		}
 		pf.after = pf.before
 		if len(f.Hunks) > 0 {
-			r, err := patch.Apply(pf.before, f.Hunks, opts)
+			r, err := patch.ApplyContext(ctx, pf.before, f.Hunks, opts)
 			if err != nil {
 				return PatchPlan{}, patchError(target, err)
 			}

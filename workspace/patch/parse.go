@@ -1,6 +1,7 @@
 package patch
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -10,31 +11,47 @@ import (
 // MaxPatchBytes bounds the text Parse accepts.
 const MaxPatchBytes = 16 << 20
 
-// Parse reads a patch in any of the supported formats and reports which one
-// it found. Hunks without file headers are accepted (one File with empty
-// names) so that a caller that knows the target can apply them.
-//
-// Parse checks syntax only; it does not look at the files, so path checks
-// and strip levels are left to Resolve.
+// Parse is ParseContext without a context or a shared Work.
 func Parse(text string) (*Patch, error) {
+	return ParseContext(context.Background(), text, nil)
+}
+
+// ParseContext reads a patch in any of the supported formats and reports
+// which one it found. Hunks without file headers are accepted (one File
+// with empty names) so that a caller that knows the target can apply them.
+//
+// ParseContext checks syntax only; it does not look at the files, so path
+// checks and strip levels are left to Resolve.
+//
+// Cost: linear in the text, at most WorkAllowance(len(text)) operations,
+// counted into work if it is not nil (and stopped past its limit, with an
+// error wrapping ErrTooCostly). It stops with an error wrapping ctx.Err()
+// soon after ctx is done.
+func ParseContext(ctx context.Context, text string, work *Work) (*Patch, error) {
 	if len(text) > MaxPatchBytes {
 		return nil, fmt.Errorf("%w: patch is larger than %d bytes", ErrMalformed, MaxPatchBytes)
 	}
+	m := newMeter(ctx, work, len(text))
 	if strings.ContainsRune(text, 0) {
 		return nil, fmt.Errorf("%w: patch contains a NUL byte", ErrMalformed)
 	}
+	m.bytes(2 * len(text))
 	lines := stripFence(splitPatchLines(text))
+	m.add(len(lines))
+	if m.stopped() {
+		return nil, m.err
+	}
 	for _, l := range lines {
 		t := strings.TrimSpace(l)
 		if t == "" {
 			continue
 		}
 		if strings.HasPrefix(t, "*** Begin Patch") || envelopeHeader(t) != "" {
-			return parseEnvelope(lines)
+			return parseEnvelope(m, lines)
 		}
 		break
 	}
-	return parseUnified(lines)
+	return parseUnified(m, lines)
 }
 
 // stripFence removes a Markdown code fence around the patch ("```diff" …
@@ -210,12 +227,15 @@ func readCounted(lines []string, i int, h *Hunk) (int, bool) {
 }
 
 // parseUnified reads plain unified and git diffs.
-func parseUnified(lines []string) (*Patch, error) {
+func parseUnified(m *meter, lines []string) (*Patch, error) {
 	p := &Patch{Format: FormatUnified}
 	var cur *File
 	headerless := false
 	for i := 0; i < len(lines); {
 		l := lines[i]
+		if !m.bytes(len(l)) {
+			return nil, m.err
+		}
 		switch {
 		case strings.HasPrefix(l, "diff --git "):
 			p.Format = FormatGit
@@ -225,6 +245,7 @@ func parseUnified(lines []string) (*Patch, error) {
 			}
 			p.Files = append(p.Files, f)
 			cur = f
+			m.add(next - i)
 			i = next
 		case isFileHeaderAt(lines, i):
 			oldName, err := headerName(l[4:])
@@ -262,6 +283,10 @@ func parseUnified(lines []string) (*Patch, error) {
 				headerless = true
 			}
 			i = readHunkBody(lines, i+1, &h)
+			// Reading a body looks at each of its lines at most twice.
+			if !m.add(2*len(h.Lines) + 2) {
+				return nil, m.err
+			}
 			if len(h.Lines) == 0 {
 				return nil, fmt.Errorf("%w: hunk %q has no lines", ErrMalformed, l)
 			}
@@ -452,7 +477,7 @@ func envelopeHeader(l string) string {
 }
 
 // parseEnvelope reads the "*** Begin Patch" format.
-func parseEnvelope(lines []string) (*Patch, error) {
+func parseEnvelope(m *meter, lines []string) (*Patch, error) {
 	p := &Patch{Format: FormatEnvelope}
 	var cur *File
 	var hunk *Hunk
@@ -467,6 +492,9 @@ func parseEnvelope(lines []string) (*Patch, error) {
 	}
 	ended := false
 	for i, l := range lines {
+		if !m.bytes(len(l)) {
+			return nil, m.err
+		}
 		t := strings.TrimRight(l, " \t")
 		switch {
 		case ended:

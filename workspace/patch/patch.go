@@ -27,32 +27,63 @@
 // The ambiguity rule: when a hunk's old lines match at several places at the
 // best stage, the stated line number alone never decides. The hunk is
 // placed only when
-//   - exactly one of the places lies between the hunks already placed before
-//     and after it (hunks keep their order), or
-//   - the header has numbers and its nearest hunks placed by content show the
-//     numbers are right up to a common shift d (both neighbours, or the only
-//     one, moved by exactly d), and one of the places is the stated line
-//     moved by d.
+//   - exactly one of the places keeps the hunks in the order they are
+//     written, given the places of the others (hunks placed by content, or
+//     whose every place is ordered with respect to it), or
+//   - the line numbers of the whole patch hold: every hunk has numbers and
+//     matches at its stated line (the hunks placed by content are there,
+//     the others have a place there), as in a diff made by a tool against
+//     this content; the hunk then goes to its stated line, unless its lines
+//     repeat near it (another place within NearRadius/4 lines, or two
+//     within NearRadius), or
+//   - its nearest hunks placed by content show the numbers are right up to
+//     a common shift d (both neighbours, or the only one, moved by exactly
+//     d), one of the places is the stated line moved by d, and no other
+//     place lies within NearRadius lines of it.
 //
 // Otherwise the hunk is refused as ambiguous (ErrAmbiguous, listing the
-// places). A single hunk whose lines repeat verbatim in the file is
-// therefore refused even when its numbers are right: a model's numbers
-// cannot be told apart from numbers that are off by exactly one period of
-// repetitive code, where GNU patch and git apply silently edit the wrong
-// block. A refusal is cheaper than a wrong edit; the caller can retry with
-// more context. Options.TrustLineNumbers lifts this for diffs made by a
-// tool against the very content being patched: the stated line may then
-// choose among verbatim matches.
+// places). Hunks are often off by different amounts, so a shift seen at
+// one hunk is evidence about another only where a wrong guess could not
+// land on a copy of its lines: in code that repeats every few lines (a
+// generated switch, syscall wrappers) the numbers never choose, and a
+// single hunk whose lines repeat there is refused even when its numbers
+// are right, where GNU patch and git apply silently edit the block their
+// numbers name. A refusal is cheaper than a wrong edit; the caller can
+// retry with more context. Options.TrustLineNumbers lifts this for diffs
+// made by a tool against the very content being patched: the stated line
+// may then choose among verbatim matches.
+//
+// What this guarantees, for a patch whose hunks' lines are right: when
+// every hunk's numbers are off by at most NearRadius/2 lines, each hunk is
+// applied where it was meant or the patch is refused, except in the one
+// case no reader of the patch can tell: numbers that put every hunk
+// exactly on another copy of its own lines make the patch, byte for byte,
+// the diff a tool would write for those copies, and it is applied there
+// (when they repeat no closer than the rule above allows). Beyond
+// NearRadius/2, hunks whose errors differ by more than NearRadius lines
+// can also be moved by a neighbour's shift onto a copy exactly that far
+// away.
 //
 // A hunk whose removed lines are not in the file is never applied: Apply
 // returns a *HunkError naming the hunk and the closest place found. Hunks
 // are assumed to be written in file order when order is used to tell
-// places apart; hunks that match uniquely may come in any order.
+// places apart; hunks that match uniquely may come in any order, and
+// order is not used when the unique ones are out of order.
 //
-// What is not guaranteed: a patch whose context was edited so much that it
-// fits a wrong place better than the right one can be applied there by the
-// fuzzy stage (removed lines must still match); set Options.NoFuzzy to
-// rule that out.
+// What is not guaranteed either: a patch whose context was edited so much
+// that it fits a wrong place better than the right one can be applied
+// there by the fuzzy stage (removed lines must still match); set
+// Options.NoFuzzy to rule that out.
+//
+// # Cost
+//
+// ParseContext and ApplyContext do work proportional to their input: at
+// most WorkAllowance of its size in counted operations (see Work), however
+// repetitive the file or the patch. Hunks that match at too many places to
+// weigh (more than 256) are refused as ambiguous, and the fuzzy stage
+// gives up on hunks it cannot score within its share, so that the bound
+// holds. Both stop soon after their context is done. Diff and CountChanges
+// are bounded by go-diff's time limit, not by this count.
 package patch
 
 import (
@@ -224,6 +255,9 @@ type HunkError struct {
 	// 1-based lines) and nothing but its line number could choose.
 	Ambiguous bool
 	Places    []int
+	// MorePlaces is set when the hunk matched at more places than Places
+	// lists.
+	MorePlaces bool
 	// Closest is the 1-based line of the best partial match (0 if none),
 	// Similarity its share of matching lines, and Detail the first line
 	// that differs there.
@@ -239,6 +273,10 @@ func (e *HunkError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "hunk %d (%s)", e.Hunk, strings.TrimSpace(e.Header))
 	if e.Ambiguous {
+		if e.MorePlaces {
+			fmt.Fprintf(&b, " is ambiguous: its lines match at more than %d places (lines %s); add context lines that tell them apart", len(e.Places), joinInts(e.Places))
+			return b.String()
+		}
 		fmt.Fprintf(&b, " is ambiguous: its lines match at lines %s; add context lines that tell them apart", joinInts(e.Places))
 		return b.String()
 	}
