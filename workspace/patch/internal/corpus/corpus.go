@@ -1,6 +1,6 @@
 // Package corpus builds a deterministic corpus of real-world edits for the
-// patch tests and benchmarks: files of the Go source tree, random edits,
-// and the unified diffs GNU diff writes for them.
+// patch tests and benchmarks: files of the Go source tree (or files a test
+// generates), random edits, and the unified diffs GNU diff writes for them.
 //
 // It reads $(go env GOROOT)/src and runs diff(1); it is test support, not
 // part of Harness.
@@ -40,12 +40,11 @@ func Build(ctx context.Context, n int, seed uint64) ([]Case, error) {
 	if _, err := os.Stat(src); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	diffPath, err := exec.LookPath("diff")
-	if err != nil {
+	if _, err := exec.LookPath("diff"); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	var names []string
-	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
 		}
@@ -71,19 +70,40 @@ func Build(ctx context.Context, n int, seed uint64) ([]Case, error) {
 	if len(names) < n {
 		return nil, fmt.Errorf("%w: only %d files in %s", ErrUnavailable, len(names), src)
 	}
-	tmp, err := os.MkdirTemp("", "patch-corpus-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(tmp)
 	step := len(names) / n
-	out := make([]Case, 0, n)
-	for i := 0; i < n; i++ {
+	srcs := make([]Source, n)
+	for i := range srcs {
 		name := names[i*step]
 		old, err := os.ReadFile(filepath.Join(src, filepath.FromSlash(name)))
 		if err != nil {
 			return nil, err
 		}
+		srcs[i] = Source{Name: name, Content: old}
+	}
+	return FromSources(ctx, srcs, seed)
+}
+
+// Source is a file to edit: a slash path and its content.
+type Source struct {
+	Name    string
+	Content []byte
+}
+
+// FromSources edits each source with Edit (seeded by seed and its index)
+// and returns the cases with the diffs diff(1) writes for them.
+func FromSources(ctx context.Context, srcs []Source, seed uint64) ([]Case, error) {
+	diffPath, err := exec.LookPath("diff")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	tmp, err := os.MkdirTemp("", "patch-corpus-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	out := make([]Case, 0, len(srcs))
+	for i, sc := range srcs {
+		name, old := sc.Name, sc.Content
 		rng := rand.New(rand.NewPCG(seed, uint64(i)))
 		neu := Edit(old, rng)
 		a, b := filepath.Join(tmp, "old"), filepath.Join(tmp, "new")
