@@ -25,9 +25,9 @@ type hostile struct {
 	outside string // a directory beside the root, for what points outside
 }
 
-// gitCommands are the git commands run against every hostile repository:
-// each allowed subcommand, with the options that make git look into the
-// work tree, the history and the submodules.
+// gitCommands are each allowed subcommand, with the options that make git
+// look into the work tree, the history and the submodules: all are run
+// against a repository that must be refused (a refusal starts nothing).
 var gitCommands = []string{
 	"git status",
 	"git status -v",
@@ -48,11 +48,22 @@ var gitCommands = []string{
 	"git branch -v",
 }
 
-// newHostile makes a repository in a new workspace: f.txt committed and
-// then changed (so diff and status -v show a change), g.txt committed and
+// The sets run against the repositories that are not refused, each the
+// commands that reach its attack: every sandboxed run starts the helper,
+// which costs much under the race detector.
+var (
+	gitWorkTreeCommands  = []string{"git status", "git status -v", "git diff", "git diff HEAD", "git show", "git log -p"}
+	gitAnyCommands       = []string{"git status", "git diff", "git show", "git log --format=%h%d%s", "git rev-parse HEAD", "git branch -v"}
+	gitSubmoduleCommands = []string{"git status", "git status --ignore-submodules=none", "git diff",
+		"git diff --submodule=diff", "git diff --ignore-submodules=none HEAD", "git show --submodule=diff HEAD",
+		"git log -p --submodule=diff"}
+)
+
+// newHostile makes a repository in a new workspace: f.txt, g.txt and h.md
+// committed and then changed (so diff and status -v read them through the
+// drivers of their attributes, one letter case each), r.txt committed and
 // rewritten with the same content (so status must read it through the
-// clean filter), and .gitattributes committed, naming the drivers of each
-// case that the attack defines.
+// clean filter), and .gitattributes committed, naming the drivers.
 func newHostile(t testing.TB, mode string) *hostile {
 	t.Helper()
 	e := newShEnv(t, mode, nil, nil)
@@ -66,18 +77,23 @@ func newHostile(t testing.TB, mode string) *hostile {
 	h.write(".gitignore", "markers/\ntools/\n")
 	h.write(".gitattributes", gitAttributes)
 	h.write("f.txt", "one\n")
-	h.write("g.txt", "same\n")
+	h.write("g.txt", "g\n")
+	h.write("h.md", "h\n")
+	h.write("r.txt", "same\n")
 	h.git(h.root, "init", "-q", "-b", "main")
 	h.git(h.root, "add", ".")
 	h.git(h.root, "commit", "-q", "-m", "first")
 	h.write("f.txt", "one\ntwo\n")
-	h.write("g.txt", "same\n")
+	h.write("g.txt", "g\ntwo\n")
+	h.write("h.md", "h\ntwo\n")
+	h.write("r.txt", "same\n")
 	return h
 }
 
 // gitAttributes names a filter and a diff driver in three letter cases;
 // git looks their definitions up case-sensitively.
-const gitAttributes = "f.txt filter=evil diff=evil\ng.txt filter=EVIL diff=EVIL\n*.md filter=eViL diff=eViL\n"
+const gitAttributes = "f.txt filter=evil diff=evil\ng.txt filter=EVIL diff=EVIL\n*.md filter=eViL diff=eViL\n" +
+	"r.txt filter=EVIL diff=EVIL\n"
 
 func (h *hostile) git(dir string, args ...string) string {
 	h.t.Helper()
@@ -175,13 +191,16 @@ type gitAttack struct {
 	control []string
 	// refused: Harness refuses every git command on this repository.
 	refused bool
+	// commands are the git commands run on it (gitCommands when nil).
+	commands []string
 }
 
 var gitAttacks = []gitAttack{
 	{
-		name:    "filter and textconv drivers in every letter case",
-		plant:   func(h *hostile) { h.drivers(h.root+"/.git/config", "", "evil", "EVIL", "eViL") },
-		control: []string{"status", "-v"},
+		name:     "filter and textconv drivers in every letter case",
+		plant:    func(h *hostile) { h.drivers(h.root+"/.git/config", "", "evil", "EVIL", "eViL") },
+		control:  []string{"status", "-v"},
+		commands: append(slices.Clone(gitWorkTreeCommands), "git log --format=%h%d%s", "git rev-parse HEAD", "git branch -v"),
 	},
 	{
 		name: "upper-case driver beside an inert lower-case one",
@@ -190,7 +209,8 @@ var gitAttacks = []gitAttack{
 			h.set(h.root+"/.git/config", "diff.evil.textconv", "cat")
 			h.drivers(h.root+"/.git/config", "", "EVIL")
 		},
-		control: []string{"status", "-v"},
+		control:  []string{"status", "-v"},
+		commands: gitWorkTreeCommands,
 	},
 	{
 		name: "long-running filter process",
@@ -199,7 +219,8 @@ var gitAttacks = []gitAttack{
 				h.set(h.root+"/.git/config", "filter."+n+".process", h.script("process-"+n))
 			}
 		},
-		control: []string{"status"},
+		control:  []string{"status"},
+		commands: []string{"git status", "git diff", "git show"},
 	},
 	{
 		name: "diff command driver and diff.external",
@@ -207,7 +228,8 @@ var gitAttacks = []gitAttack{
 			h.set(h.root+"/.git/config", "diff.EVIL.command", h.script("diff-command"))
 			h.set(h.root+"/.git/config", "Diff.External", h.script("diff-external"))
 		},
-		control: []string{"diff"},
+		control:  []string{"diff"},
+		commands: []string{"git diff", "git diff HEAD", "git status -v", "git show", "git log -p"},
 	},
 	{
 		name: "fsmonitor, pager, gpg, alias",
@@ -219,7 +241,8 @@ var gitAttacks = []gitAttack{
 			h.set(h.root+"/.git/config", "log.showSignature", "true")
 			h.set(h.root+"/.git/config", "alias.st", "!"+h.script("alias"))
 		},
-		control: []string{"status"},
+		control:  []string{"status"},
+		commands: gitAnyCommands,
 	},
 	{
 		name: "hooks in hooksPath and in .git/hooks",
@@ -233,7 +256,8 @@ var gitAttacks = []gitAttack{
 				}
 			}
 		},
-		control: []string{"status"},
+		control:  []string{"update-index", "-q", "--refresh"}, // writes the index: post-index-change
+		commands: gitAnyCommands,
 	},
 	{
 		name: "include.path to a file with drivers",
@@ -243,7 +267,8 @@ var gitAttacks = []gitAttack{
 			h.set(h.root+"/evil.cfg", "core.fsmonitor", h.script("include-fsmonitor"))
 			h.set(h.root+"/.git/config", "include.path", "../evil.cfg")
 		},
-		control: []string{"status", "-v"},
+		control:  []string{"status", "-v"},
+		commands: gitWorkTreeCommands,
 	},
 	{
 		name: "includeIf gitdir and onbranch to files with drivers",
@@ -255,7 +280,8 @@ var gitAttacks = []gitAttack{
 			h.set(h.root+"/.git/config", `includeIf.gitdir:/**.path`, h.root+"/a.cfg")
 			h.set(h.root+"/.git/config", "includeIf.onbranch:main.path", "~/b.cfg")
 		},
-		control: []string{"status", "-v"},
+		control:  []string{"status", "-v"},
+		commands: gitWorkTreeCommands,
 	},
 	{
 		name: "worktree config",
@@ -265,7 +291,8 @@ var gitAttacks = []gitAttack{
 			h.drivers(h.root+"/.git/config.worktree", "worktree-", "EVIL")
 			h.set(h.root+"/.git/config.worktree", "core.fsmonitor", h.script("worktree-fsmonitor"))
 		},
-		control: []string{"status", "-v"},
+		control:  []string{"status", "-v"},
+		commands: gitWorkTreeCommands,
 	},
 	{
 		name: "submodule's own config",
@@ -275,7 +302,8 @@ var gitAttacks = []gitAttack{
 			h.set(gitdir+"/config", "core.fsmonitor", h.script("sub-fsmonitor"))
 			h.set(gitdir+"/config", "diff.EVIL.command", h.script("sub-diff-command"))
 		},
-		control: []string{"status"},
+		control:  []string{"status"},
+		commands: gitSubmoduleCommands,
 	},
 	{
 		name: "submodule's config includes a file with drivers",
@@ -285,7 +313,8 @@ var gitAttacks = []gitAttack{
 			h.drivers(h.root+"/sub.cfg", "subinc-", "EVIL")
 			h.set(gitdir+"/config", "include.path", h.root+"/sub.cfg")
 		},
-		control: []string{"status"},
+		control:  []string{"status"},
+		commands: gitSubmoduleCommands,
 	},
 	{
 		name: "submodule with an embedded .git directory",
@@ -303,7 +332,8 @@ var gitAttacks = []gitAttack{
 			h.git(h.root, "config", "--file", dot+"/config", "--unset", "core.worktree")
 			h.drivers(dot+"/config", "embedded-", "EVIL", "evil")
 		},
-		control: []string{"status"},
+		control:  []string{"status"},
+		commands: gitSubmoduleCommands,
 	},
 	{
 		name: "submodule gitdir file pointing outside any .git directory",
@@ -328,7 +358,8 @@ var gitAttacks = []gitAttack{
 			h.git(h.root, "rm", "-q", "--cached", "sub")
 			h.git(h.root, "commit", "-q", "-m", "drop sub from the index")
 		},
-		control: []string{"log", "-p", "--submodule=diff"},
+		control:  []string{"log", "-p", "--submodule=diff"},
+		commands: []string{"git log -p --submodule=diff", "git show --submodule=diff HEAD~1", "git diff --submodule=diff HEAD~2", "git status"},
 	},
 	{
 		name: ".git/config a symlink to a file with drivers",
@@ -413,7 +444,10 @@ func TestGitHostileRepositoryRunsNothing(t *testing.T) {
 						// once the program has run.
 						cmd := exec.Command("git", a.control...)
 						cmd.Dir = h.root
-						cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + h.root, "GIT_CONFIG_NOSYSTEM=1", "PAGER=cat"}
+						// No optional locks: the index stays as planted, r.txt
+						// still to be read through the clean filter.
+						cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + h.root, "GIT_CONFIG_NOSYSTEM=1", "PAGER=cat",
+							"GIT_OPTIONAL_LOCKS=0"}
 						ctl, _ := cmd.CombinedOutput()
 						if len(h.found()) == 0 {
 							t.Fatalf("control: plain git %v ran nothing; the attack is not real\n%s", a.control, ctl)
@@ -423,7 +457,11 @@ func TestGitHostileRepositoryRunsNothing(t *testing.T) {
 					if mode.sandbox != SandboxOff {
 						requireLaidConfig(t, h.e.w, a.refused)
 					}
-					for _, c := range gitCommands {
+					commands := a.commands
+					if commands == nil {
+						commands = gitCommands
+					}
+					for _, c := range commands {
 						out, err := h.e.run(t, c)
 						if a.refused {
 							if action.CodeOf(err) != action.CodeCommandNotAllowed {
@@ -495,7 +533,7 @@ func TestGitGlobalConfigPlantedByCommand(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(h.root, ".gitconfig")); err != nil {
 				t.Fatal(err)
 			}
-			for _, c := range gitCommands {
+			for _, c := range gitWorkTreeCommands {
 				out, err := h.e.run(t, c)
 				if err != nil {
 					t.Fatalf("%s: %v", c, err)
