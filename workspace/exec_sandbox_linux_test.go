@@ -956,3 +956,21 @@ func TestSandboxConcurrentCommandsShareProtection(t *testing.T) {
 		}
 	}
 }
+
+// TestSandboxEmptyNetworkNamespace: a command's network namespace is not
+// the service's, and has no interface but the loopback.
+func TestSandboxEmptyNetworkNamespace(t *testing.T) {
+	requireFullSandbox(t)
+	e := newShEnv(t, SandboxRequired, nil, map[string]string{
+		"Makefile": "all:\n\t@readlink /proc/self/ns/net\n\t@cat /proc/net/dev\n",
+	})
+	host, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := e.mustRun(t, "make")
+	lines := strings.Split(strings.TrimSpace(out["stdout"].(string)), "\n")
+	if len(lines) != 4 || lines[0] == host || !strings.HasPrefix(lines[0], "net:[") || !strings.HasPrefix(strings.TrimSpace(lines[3]), "lo:") {
+		t.Fatalf("network namespace of a command (service's %s):\n%s", host, out["stdout"])
+	}
+}

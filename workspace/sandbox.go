@@ -108,6 +108,9 @@ type sandboxPolicy struct {
 	// PIDNS: the helper is PID 1 of a new PID namespace: it mounts a
 	// private /proc and stays as the program's init (needs MountNS).
 	PIDNS bool
+	// NetNSFD, when > 0, is a descriptor (inherited from the service) of
+	// an empty network namespace that the helper joins.
+	NetNSFD int
 	// Protect are descriptors (inherited from the service) of directories
 	// and files that are bound read-only onto themselves: the root's .git
 	// and .harness. Path is for messages only.
@@ -146,6 +149,9 @@ func (p sandboxPolicy) helperArgs(program string, argv []string) []string {
 		if f.on {
 			args = append(args, f.opt)
 		}
+	}
+	if p.NetNSFD > 0 {
+		args = append(args, "--netns-fd", strconv.Itoa(p.NetNSFD))
 	}
 	for _, pr := range p.Protect {
 		args = append(args, "--protect-fd", strconv.Itoa(pr.FD), pr.Path)
@@ -218,6 +224,8 @@ func parseHelperArgs(args []string) (sandboxPolicy, string, []string, error) {
 			p.MountNS = true
 		case "--pid-ns":
 			p.PIDNS = true
+		case "--netns-fd":
+			p.NetNSFD, err = fd()
 		case "--protect-fd":
 			var pr protectFD
 			if pr.FD, err = fd(); err == nil {
@@ -259,12 +267,14 @@ func parseHelperArgs(args []string) (sandboxPolicy, string, []string, error) {
 //
 //	[--ro DIR]... [--rw DIR]... [--ro-file F]... [--rw-file F]...
 //	[--no-net] [--best-effort] [--no-landlock] [--seccomp]
-//	[--mount-ns] [--pid-ns] [--protect-fd N PATH]... [--ro-bind SRC DST]...
+//	[--mount-ns] [--pid-ns] [--netns-fd N] [--protect-fd N PATH]... [--ro-bind SRC DST]...
 //	[--status-fd N] -- /abs/program argv0 [args...]
 //
 // The service starts it in new namespaces (see SandboxSupport); the helper
 // then, in this order:
 //
+//   - with --netns-fd, joins that network namespace (an empty one the
+//     service keeps for its commands);
 //   - with --mount-ns, makes every mount private to its namespace, binds
 //     each --protect-fd descriptor read-only onto itself, then each
 //     --ro-bind SRC read-only over DST (DST must exist and not be a

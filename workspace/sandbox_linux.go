@@ -51,6 +51,14 @@ func runSandboxed(p sandboxPolicy, program string, argv []string) error {
 		syscall.CloseOnExec(pr.FD)
 	}
 	runtime.LockOSThread()
+	if p.NetNSFD > 0 {
+		// Only this thread moves, and the program is started from it.
+		err := unix.Setns(p.NetNSFD, unix.CLONE_NEWNET)
+		syscall.Close(p.NetNSFD)
+		if err != nil {
+			return fmt.Errorf("join the empty network namespace: %w", err)
+		}
+	}
 	if p.PIDNS && os.Getpid() != 1 {
 		return errors.New("--pid-ns: the helper is not PID 1 of a new PID namespace")
 	}

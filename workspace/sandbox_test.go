@@ -15,7 +15,7 @@ func TestHelperArgsRoundTrip(t *testing.T) {
 	}{
 		{"full", sandboxPolicy{ReadDirs: []string{"/usr", "/etc"}, WriteDirs: []string{"/w"},
 			ReadFiles: []string{"/dev/zero"}, WriteFiles: []string{"/dev/null"},
-			NoNet: true, BestEffort: true, NoLandlock: true, Seccomp: true, MountNS: true, PIDNS: true,
+			NoNet: true, BestEffort: true, NoLandlock: true, Seccomp: true, MountNS: true, PIDNS: true, NetNSFD: 6,
 			Protect:  []protectFD{{4, "/w/.git"}, {5, "/w/.harness"}},
 			ROBinds:  [][2]string{{"/tmp/cfg", "/w/.git/config"}, {"/tmp/m", "/w/.git/modules/a/config"}},
 			StatusFD: 3}, []string{"git", "--no-pager", "log", "--", "-- odd"}},
