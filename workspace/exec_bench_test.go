@@ -16,7 +16,9 @@ import (
 // the re-executed helper that sets up namespaces, Landlock, seccomp and
 // drops capabilities before it starts pwd. The "without-*" variants leave
 // out one layer each (best-effort with that layer pretended missing), so
-// that each layer's cost is the difference to "full". Besides wall time
+// that each layer's cost is the difference to "full" (without the mount
+// namespace there is no PID namespace either); "helper-only" leaves out
+// every layer but the helper itself. Besides wall time
 // per run it reports cpu-ms/op, the CPU time of the process and of its
 // children (helper and pwd) per run, which a loaded machine inflates less;
 // kernel work done later elsewhere (a network namespace is freed by a
@@ -51,16 +53,21 @@ func BenchmarkRunShellPwd(b *testing.B) {
 		b.Logf("cannot build cmd/harness-sandbox, using the test binary as the helper: %v %s", err, out)
 		small = os.Args[0]
 	}
-	variants := []struct {
-		name, mode, helper, without string
-	}{
-		{"run_shell-sandbox-off", SandboxOff, os.Args[0], ""},
-		{"run_shell-full-test-binary-helper", SandboxRequired, os.Args[0], ""},
-		{"run_shell-full", SandboxRequired, small, ""},
+	type variant struct {
+		name, mode, helper string
+		without            []string
 	}
-	for _, l := range []string{SandboxLayerLandlock, SandboxLayerUserNS, SandboxLayerPIDNS, SandboxLayerMountNS, SandboxLayerNetNS, SandboxLayerSeccomp} {
-		variants = append(variants, struct{ name, mode, helper, without string }{"run_shell-without-" + l, SandboxBestEffort, small, l})
+	variants := []variant{
+		{"run_shell-sandbox-off", SandboxOff, os.Args[0], nil},
+		{"run_shell-full-test-binary-helper", SandboxRequired, os.Args[0], nil},
+		{"run_shell-full", SandboxRequired, small, nil},
 	}
+	all := []string{SandboxLayerLandlock, SandboxLayerUserNS, SandboxLayerPIDNS, SandboxLayerMountNS, SandboxLayerNetNS, SandboxLayerSeccomp}
+	for _, l := range all {
+		variants = append(variants, variant{"run_shell-without-" + l, SandboxBestEffort, small, []string{l}})
+	}
+	// The helper alone: it drops capabilities and execs pwd.
+	variants = append(variants, variant{"run_shell-helper-only", SandboxBestEffort, small, all})
 	for _, v := range variants {
 		b.Run(v.name, func(b *testing.B) {
 			if v.mode != SandboxOff {
@@ -68,8 +75,8 @@ func BenchmarkRunShellPwd(b *testing.B) {
 					b.Skipf("this host lacks sandbox layers: %v", missing)
 				}
 			}
-			if v.without != "" {
-				pretendMissing(b, v.without)
+			if len(v.without) > 0 {
+				pretendMissing(b, v.without...)
 			}
 			opts := DefaultOptions()
 			opts.Sandbox = v.mode
