@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 )
 
 // maxGitIndexBytes bounds the index files Harness reads to find
@@ -35,17 +34,15 @@ func indexGitlinks(path string, hashSize int) ([]string, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file", path)
 	}
-	key := indexKey{path: path, size: fi.Size(), mtime: fi.ModTime().UnixNano(), hash: hashSize}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		// The change time cannot be set back by a program, so a rewritten
-		// index is never mistaken for the one read before.
-		key.ino, key.ctime = st.Ino, st.Ctim.Nano()
-	}
-	indexCache.Lock()
-	links, ok := indexCache.m[key]
-	indexCache.Unlock()
-	if ok {
-		return links, nil
+	sk, keyed := statKey(path, fi)
+	key := indexKey{fileStatKey: sk, hash: hashSize}
+	if keyed {
+		indexCache.Lock()
+		links, ok := indexCache.m[key]
+		indexCache.Unlock()
+		if ok {
+			return links, nil
+		}
 	}
 	if fi.Size() > maxGitIndexBytes {
 		return nil, fmt.Errorf("%s is larger than %d MiB", path, maxGitIndexBytes>>20)
@@ -65,21 +62,30 @@ func indexGitlinks(path string, hashSize int) ([]string, error) {
 		}
 		links = append(links, more...)
 	}
-	indexCache.Lock()
-	if len(indexCache.m) >= 256 {
-		clear(indexCache.m)
+	if keyed {
+		indexCache.Lock()
+		if len(indexCache.m) >= 256 {
+			clear(indexCache.m)
+		}
+		indexCache.m[key] = links
+		indexCache.Unlock()
 	}
-	indexCache.m[key] = links
-	indexCache.Unlock()
 	return links, nil
 }
 
 type indexKey struct {
+	fileStatKey
+	hash int
+}
+
+// fileStatKey identifies a file's content by its stat data. The change
+// time cannot be set back by a program, so a rewritten file is never taken
+// for the one read before.
+type fileStatKey struct {
 	path        string
 	size, mtime int64
 	ctime       int64
 	ino         uint64
-	hash        int
 }
 
 var indexCache = struct {

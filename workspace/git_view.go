@@ -1,7 +1,6 @@
 package workspace
 
 import (
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -168,12 +167,54 @@ func (s *gitScan) inDotGit(p string) bool {
 	})
 }
 
-// resolve makes p absolute against dir and resolves its symlinks.
-func resolve(dir, p string) (string, error) {
+// resolve makes p absolute against dir (a path without symlinks) and
+// resolves its symlinks. A path inside the root whose elements are plain
+// (the common case: "sub", "../.git/modules/sub") is checked with one
+// lstat per element beneath the root instead of EvalSymlinks' walk from
+// "/"; anything else goes to EvalSymlinks.
+func (s *gitScan) resolve(dir, p string) (string, error) {
+	raw := p
 	if !filepath.IsAbs(p) {
-		p = filepath.Join(dir, p)
+		raw = dir + string(filepath.Separator) + p
 	}
-	return filepath.EvalSymlinks(p)
+	full := filepath.Clean(raw)
+	if !s.inRoot(full) || !dotsLeadOnly(p) || !s.inRoot(dir) && !filepath.IsAbs(p) {
+		return filepath.EvalSymlinks(raw)
+	}
+	rel, _ := filepath.Rel(s.root, full)
+	cur := s.root
+	for _, el := range strings.Split(rel, string(filepath.Separator)) {
+		if el == "." {
+			continue
+		}
+		cur = filepath.Join(cur, el)
+		fi, err := os.Lstat(cur)
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return filepath.EvalSymlinks(raw)
+		}
+	}
+	return full, nil
+}
+
+// dotsLeadOnly reports whether every ".." of p comes before its other
+// elements: then cleaning p lexically against a directory without
+// symlinks is what the kernel does ("a/.." is not, if a is a symlink).
+func dotsLeadOnly(p string) bool {
+	named := false
+	for _, el := range strings.Split(filepath.ToSlash(p), "/") {
+		switch {
+		case el == "..":
+			if named {
+				return false
+			}
+		case el != "" && el != ".":
+			named = true
+		}
+	}
+	return true
 }
 
 // gitdir accounts for the repository directory d whose work tree is
@@ -189,7 +230,7 @@ func (s *gitScan) gitdir(d, worktree string, depth int, deep bool) error {
 	}
 	common := d
 	if b, err := readRegularFile(filepath.Join(d, "commondir"), 4096, true); err == nil {
-		c, err := resolve(d, strings.TrimRight(string(b), "\r\n"))
+		c, err := s.resolve(d, strings.TrimRight(string(b), "\r\n"))
 		if err != nil || !s.inDotGit(c) {
 			return gitRefusal("%s/commondir leads outside the .git directories of the workspace", s.rel(d))
 		}
@@ -220,7 +261,7 @@ func (s *gitScan) gitdir(d, worktree string, depth int, deep bool) error {
 		return gitRefusal("the index of %s cannot be read: %v", s.rel(d), err)
 	}
 	for _, l := range links {
-		if err := s.dotGitIn(filepath.Join(worktree, filepath.FromSlash(l)), depth+1, deep); err != nil {
+		if err := s.dotGitIn(worktree, filepath.FromSlash(l), depth+1, deep); err != nil {
 			return err
 		}
 	}
@@ -244,6 +285,13 @@ func (s *gitScan) hashSize(common string) int {
 	return 20
 }
 
+// gitConfigByStat remembers the sanitized form of a configuration file by
+// its identity and change time, so an unchanged file is not read again.
+var gitConfigByStat = struct {
+	sync.Mutex
+	m map[fileStatKey]*gitConfigSanitized
+}{m: map[fileStatKey]*gitConfigSanitized{}}
+
 // config lists the configuration file at p, if there is one.
 func (s *gitScan) config(p string) error {
 	if s.configSeen[p] {
@@ -256,13 +304,26 @@ func (s *gitScan) config(p string) error {
 	if err != nil || !fi.Mode().IsRegular() {
 		return gitRefusal("%s is not a regular file; its configuration cannot be sanitized", s.rel(p))
 	}
-	data, err := readFileMax(p, maxGitConfigBytes)
-	var cfg *gitConfigSanitized
-	if err == nil {
-		cfg, err = sanitizeGitConfig(data)
-	}
-	if err != nil {
-		return gitRefusal("the configuration %s cannot be sanitized: %v", s.rel(p), err)
+	key, keyed := statKey(p, fi)
+	gitConfigByStat.Lock()
+	cfg := gitConfigByStat.m[key]
+	gitConfigByStat.Unlock()
+	if cfg == nil {
+		data, err := readFileMax(p, maxGitConfigBytes)
+		if err == nil {
+			cfg, err = sanitizeGitConfig(data)
+		}
+		if err != nil {
+			return gitRefusal("the configuration %s cannot be sanitized: %v", s.rel(p), err)
+		}
+		if keyed {
+			gitConfigByStat.Lock()
+			if len(gitConfigByStat.m) >= 1024 {
+				clear(gitConfigByStat.m)
+			}
+			gitConfigByStat.m[key] = cfg
+			gitConfigByStat.Unlock()
+		}
 	}
 	s.configSeen[p] = true
 	s.view.configs = append(s.view.configs, gitConfigFile{path: p, cfg: cfg})
@@ -328,7 +389,7 @@ func (s *gitScan) alternates(objects string, depth int) error {
 		if line[0] == '"' {
 			return gitRefusal("%s/info/alternates has a quoted path, which Harness does not check", s.rel(objects))
 		}
-		alt, err := resolve(objects, line)
+		alt, err := s.resolve(objects, line)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // git skips a missing alternate too
 		}
@@ -343,8 +404,9 @@ func (s *gitScan) alternates(objects string, depth int) error {
 }
 
 // dotGitIn accounts for the ".git" entry of the submodule work tree dir.
-func (s *gitScan) dotGitIn(dir string, depth int, deep bool) error {
-	real, err := filepath.EvalSymlinks(dir)
+func (s *gitScan) dotGitIn(worktree, rel string, depth int, deep bool) error {
+	dir := filepath.Join(worktree, rel)
+	real, err := s.resolve(worktree, rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -371,7 +433,7 @@ func (s *gitScan) dotGitIn(dir string, depth int, deep bool) error {
 		if !ok {
 			return nil // not a gitfile: git does not use it either
 		}
-		d, err := resolve(real, strings.TrimRight(target, "\r\n"))
+		d, err := s.resolve(real, strings.TrimRight(target, "\r\n"))
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
@@ -441,7 +503,7 @@ func (s *gitScan) walkWorktree() error {
 		return gitRefusal("the work tree cannot be walked for submodules: %v", err)
 	}
 	for _, d := range dirs {
-		if err := s.dotGitIn(d, 1, true); err != nil {
+		if err := s.dotGitIn(d, ".", 1, true); err != nil {
 			return err
 		}
 	}
@@ -507,7 +569,9 @@ const gitConfigSuffix = ".git-config"
 // and returns its path.
 func storeSanitized(dir string, c *gitConfigSanitized) (string, error) {
 	p := filepath.Join(dir, hex.EncodeToString(c.sum[:16])+".config")
-	if b, err := os.ReadFile(p); err == nil && sha256.Sum256(b) == c.sum {
+	// Only Harness writes dir, each file once under the hash of what it
+	// holds: a file there of the right size is the copy.
+	if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && fi.Size() == int64(len(c.sanitized)) {
 		return p, nil
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {

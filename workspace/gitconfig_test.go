@@ -733,3 +733,48 @@ func readFile(t testing.TB, p string) []byte {
 	}
 	return b
 }
+
+// TestGitScanResolve: the scan's resolver gives what EvalSymlinks gives,
+// also where its quick path must not be taken (a symlink before "..",
+// a symlink out of the root).
+func TestGitScanResolve(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(base, "root")
+	for _, d := range []string{"root/a/b", "root/.git/modules/s", "outside/x"} {
+		if err := os.MkdirAll(filepath.Join(base, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, target := range map[string]string{"root/ln": "a/b", "root/out": "../outside/x", "root/a/up": ".."} {
+		if err := os.Symlink(target, filepath.Join(base, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := &gitScan{root: root}
+	for _, tt := range []struct{ dir, p string }{
+		{root, "a/b"},
+		{root + "/a", "../.git/modules/s"},
+		{root, "ln"},
+		{root, "ln/../b"},
+		{root, "ln/.."},
+		{root, "out"},
+		{root, "a/up/a/b"},
+		{root, "missing"},
+		{root, root + "/.git/modules/s"},
+		{root, base + "/outside/x"},
+		{root, "./a/./b"},
+	} {
+		got, gerr := s.resolve(tt.dir, tt.p)
+		full := tt.p
+		if !filepath.IsAbs(full) {
+			full = tt.dir + "/" + tt.p
+		}
+		want, werr := filepath.EvalSymlinks(full)
+		if got != want || (gerr == nil) != (werr == nil) {
+			t.Errorf("resolve(%s, %s) = %q, %v; EvalSymlinks %q, %v", tt.dir, tt.p, got, gerr, want, werr)
+		}
+	}
+}
