@@ -172,6 +172,11 @@ func setDefault(p **bool, v bool) {
 	}
 }
 
+// DevAutoApprovedActions are the dev profile's auto-approved actions when
+// the configuration does not set harness.auto-approved-actions: the
+// read-risk workspace actions.
+var DevAutoApprovedActions = []string{"workspace_list_files", "workspace_read_file", "workspace_search_text", "workspace_propose_patch"}
+
 // DefaultAuditPath is where the audit log lives unless configured: in the
 // user's state directory ($XDG_STATE_HOME/harness/audit.jsonl, by default
 // ~/.local/state/harness/audit.jsonl), never in the current directory,
@@ -196,6 +201,12 @@ func (c *Config) Resolve() {
 	}
 	prod := h.Profile == "production"
 	setDefault(&h.TrustedRuntimeEnabled, !prod)
+	// In dev a new user can list, read, search and propose at once; writes,
+	// commands and MCP calls still need trust or approval. A file that sets
+	// the key (even to []) decides; production auto-approves nothing.
+	if h.AutoApprovedActions == nil && !prod {
+		h.AutoApprovedActions = append([]string(nil), DevAutoApprovedActions...)
+	}
 	w := &h.Workspace
 	if w.Root == "" {
 		w.Root = "."

@@ -348,7 +348,7 @@ func (r *rules) trustedRuntimeEnabled(_ context.Context, req *Request) Decision 
 
 func (r *rules) trustPresent(_ context.Context, req *Request) Decision {
 	if req.Schema.Trusted && !req.Action.Trusted && !r.autoApproved[req.Action.Name] {
-		return refuse(action.CodeTrustRequired, req.Action.Name+" needs trust: run it through preview/execute, or list it in harness.auto-approved-actions")
+		return refuse(action.CodeTrustRequired, req.Action.Name+" needs trust: preview it and redeem the token (POST /v1/actions/preview, then /v1/actions/execute/{token}), run it with --trusted from the CLI, or list it in harness.auto-approved-actions to run it without either")
 	}
 	return Decision{}
 }

@@ -139,7 +139,7 @@ func TestRefusalsAreObservationsWithEvents(t *testing.T) {
 	}{
 		{"unknown action", action.Action{Name: "no_such_action"}, action.CodeUnknownAction},
 		{"invalid input", action.Action{Name: "workspace_read_file", Input: map[string]any{"path": 42}, Trusted: true}, action.CodeInvalidInput},
-		{"trust required", action.Action{Name: "workspace_read_file", Input: map[string]any{"path": "a"}}, action.CodeTrustRequired},
+		{"trust required", action.Action{Name: "workspace_apply_patch", Input: map[string]any{"path": "a", "content": "x"}}, action.CodeTrustRequired},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -52,7 +52,8 @@ func TestRunExitCodes(t *testing.T) {
 	}{
 		{"unknown action", []string{"run", "no_such_action", "--input", "{}"}, exitBlocked, "unknown_action", "unknown_action"},
 		{"invalid input names the field", []string{"run", "workspace_read_file", "--input", `{"path": 42}`, "--trusted"}, exitBlocked, "invalid_input", "input.path"},
-		{"trust required", []string{"run", "workspace_read_file", "--input", `{"path":"a.txt"}`}, exitBlocked, "trust_required", "preview/execute"},
+		{"trust required", []string{"run", "workspace_apply_patch", "--input", `{"path":"a.txt","content":"x"}`}, exitBlocked, "trust_required", "--trusted"},
+		{"a read is auto-approved in dev", []string{"run", "workspace_read_file", "--input", `{"path":"a.txt"}`}, exitOK, "", ""},
 		{"trusted read", []string{"run", "workspace_read_file", "--input", `{"path":"a.txt"}`, "--trusted"}, exitOK, "", ""},
 		{"escape", []string{"run", "workspace_read_file", "--input", `{"path":"../../etc/passwd"}`, "--trusted"}, exitBlocked, "path_outside_root", ""},
 		{"missing file is an action error", []string{"run", "workspace_read_file", "--input", `{"path":"nope.txt"}`, "--trusted"}, exitActionError, "not_found", ""},
