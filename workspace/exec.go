@@ -207,10 +207,13 @@ func (w *Workspace) runShell(ctx context.Context, in map[string]any) (map[string
 // runPlan runs a plan made by PlanCommand on this workspace. A command that
 // ran is a success whatever its exit code; the payload holds argv,
 // exit_code, stdout, stderr (each capped at MaxOutputBytes, with
-// stdout_truncated and stderr_truncated), duration_ms, sandbox and, when
-// set, sandbox_note. A command still running at the timeout is killed with
-// its whole process group and reported as code timeout with the partial
-// output as payload.
+// stdout_truncated and stderr_truncated), duration_ms, sandbox (full,
+// partial or none), no_network, sandbox_layers (the layers applied),
+// sandbox_missing (those best-effort mode left out) and, when set,
+// sandbox_note. A command still running at the timeout is killed with
+// everything it started and reported as code timeout with the partial
+// output as payload. A command whose helper fails to set up the sandbox
+// never runs: code internal.
 func (w *Workspace) runPlan(ctx context.Context, plan CommandPlan) (map[string]any, error) {
 	if plan.Dir != w.rootPath || plan.Program == "" {
 		return nil, action.Errorf(action.CodeInternal, "command plan was not made by this workspace")

@@ -974,3 +974,28 @@ func TestSandboxEmptyNetworkNamespace(t *testing.T) {
 		t.Fatalf("network namespace of a command (service's %s):\n%s", host, out["stdout"])
 	}
 }
+
+// TestSandboxPassesNoOtherDescriptor: a descriptor the service left
+// inheritable (opened without O_CLOEXEC, as a C library might) reaches the
+// helper, but not the command.
+func TestSandboxPassesNoOtherDescriptor(t *testing.T) {
+	requireFullSandbox(t)
+	e := newShEnv(t, SandboxRequired, nil, nil)
+	fd, err := syscall.Open(e.secret, syscall.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	recipe := fmt.Sprintf("all:\n\t@ls /proc/self/fd | tr '\\n' ' '\n\t-@cat /proc/self/fd/%d <&%d\n", fd, fd)
+	if err := os.WriteFile(filepath.Join(e.root, "Makefile"), []byte(recipe), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := e.run(t, "make")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(outputText(out, nil), shSentinel) || strings.Fields(out["stdout"].(string))[0] != "0" ||
+		len(strings.Fields(out["stdout"].(string))) > 4 {
+		t.Fatalf("the command got a descriptor of the service: %v", out)
+	}
+}

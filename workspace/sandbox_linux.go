@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"sync"
 	"syscall"
 
@@ -86,6 +87,9 @@ func runSandboxed(p sandboxPolicy, program string, argv []string) error {
 	}
 	if err := dropCapabilities(); err != nil {
 		return fmt.Errorf("capabilities: %w", err)
+	}
+	if err := closeOnExecAbove2(); err != nil {
+		return err
 	}
 	if p.Seccomp {
 		if err := installSeccomp(p.NoNet); err != nil {
@@ -220,6 +224,30 @@ func dropCapabilities() error {
 	data = [2]unix.CapUserData{}
 	if err := unix.Capset(&hdr, &data[0]); err != nil {
 		return fmt.Errorf("capset: %w", err)
+	}
+	return nil
+}
+
+// closeOnExecAbove2 marks every descriptor but stdin, stdout and stderr
+// close-on-exec, so that the program gets none the helper was started
+// with by mistake (one a library of the service opened without
+// O_CLOEXEC, say), only those three.
+func closeOnExecAbove2() error {
+	err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, unix.ENOSYS) && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("close_range: %w", err)
+	}
+	entries, err := os.ReadDir("/proc/self/fd") // Linux before 5.11
+	if err != nil {
+		return fmt.Errorf("list descriptors: %w", err)
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
 	}
 	return nil
 }
