@@ -16,17 +16,43 @@ var plantable = []string{
 	fakeHF, fakeSendGrid, fakeDigitalOcean, fakeShopify, fakeJWT, fakeRSAKey, fakeOpenSSHKey,
 	fakeECKeyEscaped, "Bearer " + fakeBearer, "https://u:" + fakePassword + "@h/",
 	"password=" + fakePassword, `"token": "` + fakePassword + `"`,
+	fakeHarnessToken, fakeDemoKey, fakeLoadKey, fakeGitLabRunner, fakeGrafanaSA, fakeVault, fakeEncodedGHP,
+	"db=u:" + fakePassword + "@db.example.com", `API_TOKEN ::= "` + fakePassword + `"`,
 }
+
+// More fake secrets in real formats, for the fuzz targets.
+const (
+	fakeHarnessToken = "htk_q2Vg8u-0bP3xYw_Lm4Zk7RtN1cJ5aHs9dFeGiKoUpWy"
+	fakeDemoKey      = "demo_Xk3mP9qL2vN7wR4tY8bZ1cF6hJ0sD5gA"
+	fakeLoadKey      = "load_3f9a1c7e5b2d8f4a6c0e9b1d7f3a5c8e2b4d6f0a1c3e5b7d"
+	fakeGitLabRunner = "glrt-t1_Zq8Xv2Lm9Kp4Rt7Wy3Nb6Hc5.01a2b3c4d"
+	fakeGrafanaSA    = "glsa_pITqMOBIfNH2KL4PkXJqmTyQl0D9QGxF_486f63e1"
+	fakeVault        = "hvs.CAESIJk3mP9qL2vN7wR4tY8bZ1cF6hJ0sD5gAXe2Vq7Ut9Rw4GhoKHGh2cy5aM3FkY2xZVnNLbUxvUFJqWk9uZTZxS3c"
+	fakeEncodedGHP   = "Z2hwX1FvYUYxTGxxc2FqQUl4Tkt1OGlTMkc4TlBSVmRENTNYODNSWg=="
+)
 
 // core is the part of a planted string that must not survive.
 func core(planted string) string {
 	switch {
 	case strings.HasPrefix(planted, "Bearer "):
 		return fakeBearer
+	case strings.HasPrefix(planted, "API_TOKEN ::= "):
+		return fakePassword
 	case strings.Contains(planted, fakePassword):
 		return fakePassword
 	}
 	return planted
+}
+
+// TestPlantableAlone: every planted secret is redacted on its own, so
+// that the fuzz targets start from secrets the rules do know.
+func TestPlantableAlone(t *testing.T) {
+	s := newTestSanitizer(t, -1)
+	for _, p := range plantable {
+		if out := s.String(p); strings.Contains(out, core(p)) {
+			t.Errorf("%q survived: %q", p, out)
+		}
+	}
 }
 
 // FuzzSanitize plants a secret between fuzzed texts and checks that String
@@ -82,23 +108,29 @@ func FuzzSanitize(f *testing.F) {
 // adjacentOK are the planted strings whose rules do not depend on what
 // surrounds them (a fixed prefix or a name, and greedy runs), so they are
 // caught even glued to arbitrary text. Left out: the bare AWS secret key
-// (an exact 40-byte run), "Bearer " (which needs a boundary before it)
-// and the URL password (the fuzzed text can make it part of the host).
+// (an exact 40-byte run), "Bearer " (which needs a boundary before it),
+// the URL passwords (the fuzzed text can make them part of the host or
+// the user name) and the base64 blob (glued text changes what it decodes
+// to).
 func adjacentOK(planted string) bool {
 	switch {
 	case planted == fakeAWSSecret, strings.HasPrefix(planted, "Bearer "), strings.Contains(planted, "://"):
 		return false
+	case planted == fakeEncodedGHP, strings.HasPrefix(planted, "db=u:"):
+		return false // a blob glued to text decodes to other bytes; a user name glued to text is another one
 	}
 	return true
 }
 
 // delimited are the planted strings whose shapes need a word boundary
-// before them and end where their run ends (Stripe keys, which
-// "task_test_…" must not be taken for; Google API keys and Hugging Face
-// tokens, of exactly 35 and 34 bytes after the prefix): when the fuzzed
-// text would continue them, a blank is put between.
+// before them or end where their run ends (Stripe keys, which
+// "task_test_…" must not be taken for; Harness's demo and load keys;
+// Google API keys, Hugging Face, Grafana and Vault tokens, of a fixed
+// length): when the fuzzed text would continue them, a blank is put
+// between.
 var delimited = map[string]bool{
 	fakeStripeLive: true, fakeStripeTest: true, fakeStripeRK: true, fakeGoogle: true, fakeHF: true,
+	fakeDemoKey: true, fakeLoadKey: true, fakeGrafanaSA: true, fakeVault: true,
 }
 
 // FuzzSanitizeAdjacent is FuzzSanitize without separators: the secret is

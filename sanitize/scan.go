@@ -386,6 +386,9 @@ func (sc *scanner) matchRules(i int) (start, end int, ctx bool) {
 		}
 		if u := s[p:]; len(u) >= 6 && strings.HasPrefix(u, "xox") && strings.IndexByte("abposre", u[3]) >= 0 && u[4] == '-' {
 			e := sc.runEnd(p+5, clsSlackWord)
+			for e > p+5 && s[e-1] == '-' {
+				e-- // a dash after the token is not part of it
+			}
 			body := s[p+5 : e]
 			// Bot and user tokens start with a team id of 8 or more
 			// digits; configuration and refresh tokens ("xoxe.xoxp-1-…",
@@ -393,7 +396,7 @@ func (sc *scanner) matchRules(i int) (start, end int, ctx bool) {
 			// "xoxe.xoxp-1-RANDOMSTRINGHERE" is not one).
 			long := p > i || u[3] == 'e' && leadingDigits(body) < 8
 			numbered := strings.IndexByte("bp", u[3]) < 0 || p > i || leadingDigits(body) >= 8
-			if len(body) >= 10 && slackBody(body) && numbered && (!long || len(body) >= 60) && body[len(body)-1] != '-' {
+			if len(body) >= 10 && slackBody(body) && numbered && (!long || len(body) >= 60) && (strings.IndexByte("bp", u[3]) < 0 || hasLetter(body)) {
 				return i, e, false
 			}
 		}
@@ -470,14 +473,25 @@ func (sc *scanner) matchRules(i int) (start, end int, ctx bool) {
 	return i, i, false
 }
 
-// anthropicShape: an "sk-ant-" key is "sk-ant-<kind>-", at least 80
-// bytes, and "AA" at the end; other "sk-" keys pass.
+// anthropicShape: an "sk-ant-" key is "sk-ant-<kind>-", 93 bytes and
+// "AA" (measured from the start, so that text glued after it does not
+// matter); other "sk-" keys pass.
 func anthropicShape(k string) bool {
 	if !strings.HasPrefix(k, "sk-ant-") {
 		return true
 	}
 	d := strings.IndexByte(k[7:], '-')
-	return d > 0 && len(k)-8-d >= 80 && strings.HasSuffix(k, "AA")
+	body := 7 + d + 1
+	return d > 0 && len(k) >= body+95 && k[body+93:body+95] == "AA"
+}
+
+func hasLetter(b string) bool {
+	for i := 0; i < len(b); i++ {
+		if isLower(b[i]) || isUpper(b[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 func leadingDigits(b string) int {

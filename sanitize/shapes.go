@@ -35,6 +35,7 @@ type shape struct {
 	// quote, ';', ',', a closing bracket or the end), as for gitleaks'
 	// rules that would otherwise fire on "GLC_CreateLightmap…(void)".
 	endBound bool
+	minLen   int // the shortest match: the prefix, the segments' minimums and literals
 	// anyBody: recognised whatever the body (no placeholder or entropy
 	// test): Harness's own secrets, and age keys, whose bech32 body can be
 	// one repeated letter.
@@ -67,6 +68,14 @@ const (
 )
 
 func (r *shape) register(k int) {
+	r.minLen = len(r.prefix)
+	for _, g := range r.segs {
+		r.minLen += max(g.min, 1)
+		if g.opt {
+			break // what follows an optional literal may be missing
+		}
+		r.minLen += len(g.lit)
+	}
 	if r.custom != noCustom {
 		for _, t := range r.trigs {
 			trigPrefix(t, false, r.bound, k)
@@ -116,7 +125,10 @@ func (r *shape) match(sc *scanner, i int) (int, int) {
 		return i, i
 	}
 	if !r.anyBody {
-		if placeholder(s[pos:end]) || r.entropy > 0 && entropy(s[i:end]) < r.entropy {
+		// Entropy over the shortest match the shape allows (the whole of
+		// a fixed-length one), so that text glued after a token cannot
+		// bring it under the threshold.
+		if placeholder(s[pos:end]) || r.entropy > 0 && entropy(s[i:min(end, i+r.minLen)]) < r.entropy {
 			return i, i
 		}
 	}
