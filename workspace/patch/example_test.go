@@ -1,6 +1,7 @@
 package patch_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -51,4 +52,33 @@ func ExampleDiff() {
 	//  hello
 	// -world
 	// +there
+}
+
+// One Work bounds every call a request makes: its limit is the allowance
+// of the patch text, raised by the allowance of each file the request
+// reads; past it a call stops with ErrTooCostly, and any call stops when
+// its context is done.
+func ExampleWork() {
+	ctx := context.Background()
+	text := "--- a/demo.go\n+++ b/demo.go\n@@ -3,3 +3,3 @@\n func A() int {\n-\treturn 1\n+\treturn 2\n }\n"
+	w := patch.NewWork(patch.WorkAllowance(len(text)))
+	p, err := patch.ParseContext(ctx, text, w)
+	if err != nil {
+		panic(err)
+	}
+	file := []byte("package demo\n\nfunc A() int {\n\treturn 1\n}\n")
+	w.Allow(len(file))
+	r, err := patch.ApplyContext(ctx, file, p.Files[0].Hunks, patch.Options{Work: w})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(w.Ops() > 0 && w.Ops() <= w.Limit())
+	fmt.Print(string(r.Content))
+	// Output:
+	// true
+	// package demo
+	//
+	// func A() int {
+	// 	return 2
+	// }
 }

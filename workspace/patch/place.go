@@ -106,25 +106,16 @@ func (p *placer) computeFree() {
 // placed.
 func (p *placer) resolve(st Stage) {
 	for round := 0; round < maxRounds && !p.m.stopped(); round++ {
-		// Content: a hunk with one free place goes there.
+		// Content: a hunk with one free place goes there. Sweeping both
+		// ways lets a placement free the hunks on either side of it in
+		// the same round.
 		progress := false
-		for i := range p.slots {
-			s := &p.slots[i]
-			if !s.open() || len(s.cands) == 0 || s.more {
-				continue
+		for k := 0; k < 2*len(p.slots); k++ {
+			i := k
+			if k >= len(p.slots) {
+				i = 2*len(p.slots) - 1 - k
 			}
-			free, one := -1, true
-			for _, c := range s.cands {
-				if !p.overlaps(c, len(s.old)) {
-					if free >= 0 {
-						one = false
-						break
-					}
-					free = c
-				}
-			}
-			if free >= 0 && one {
-				p.place(i, free, st, len(s.cands) == 1 || !p.byNumbers)
+			if p.onlyFreePlace(i, st) {
 				progress = true
 			}
 		}
@@ -158,6 +149,9 @@ func (p *placer) resolve(st Stage) {
 			continue
 		}
 		free := p.free[i]
+		if len(free) == 0 && s.more {
+			free = s.cands // taken, but more places were not listed
+		}
 		if len(free) == 0 {
 			s.err = &HunkError{Hunk: i + 1, Header: s.h.Header, Closest: s.cands[0] + 1, Similarity: 1,
 				Detail: "its lines only match where another hunk of this file applies"}
@@ -169,6 +163,29 @@ func (p *placer) resolve(st Stage) {
 		}
 		s.err = &HunkError{Hunk: i + 1, Header: s.h.Header, Ambiguous: true, Places: places, MorePlaces: s.more}
 	}
+}
+
+// onlyFreePlace places slot i at its one place that overlaps no placed
+// hunk, if it has exactly one.
+func (p *placer) onlyFreePlace(i int, st Stage) bool {
+	s := &p.slots[i]
+	if !s.open() || len(s.cands) == 0 || s.more {
+		return false
+	}
+	free := -1
+	for _, c := range s.cands {
+		if !p.overlaps(c, len(s.old)) {
+			if free >= 0 {
+				return false
+			}
+			free = c
+		}
+	}
+	if free < 0 {
+		return false
+	}
+	p.place(i, free, st, len(s.cands) == 1 || !p.byNumbers)
+	return true
 }
 
 // windows returns, for each open slot with places, its free places that

@@ -7,7 +7,10 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/harness-runtime/harness/action"
+	"github.com/harness-runtime/harness/workspace"
 	"github.com/harness-runtime/harness/workspace/patch"
 )
 
@@ -207,5 +210,105 @@ func TestWorkGrowsLinearly(t *testing.T) {
 				t.Errorf("operations grew %.2f times when the input doubled", float64(large)/float64(small))
 			}
 		})
+	}
+}
+
+// TestContextStopsWork: a done context stops ParseContext and
+// ApplyContext with its error, on inputs large enough to be looked at
+// midway.
+func TestContextStopsWork(t *testing.T) {
+	text := addThenUpdate(12000, "context-missing")
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := patch.ParseContext(canceled, text, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("ParseContext: err = %v, want context.Canceled", err)
+	}
+	p, err := patch.Parse(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := []byte(strings.Repeat("x\n", 12000))
+	expired, cancel2 := context.WithDeadline(context.Background(), time.Unix(1, 0))
+	defer cancel2()
+	for name, ctx := range map[string]context.Context{"canceled": canceled, "deadline": expired} {
+		_, err := patch.ApplyContext(ctx, old, p.Files[1].Hunks, patch.Options{})
+		if !errors.Is(err, ctx.Err()) {
+			t.Errorf("%s: ApplyContext: err = %v, want %v", name, err, ctx.Err())
+		}
+	}
+}
+
+// manySections is an envelope that adds a file of k distinct lines and
+// then updates it in n sections, each changing one line: every section is
+// applied to the whole file.
+func manySections(k, n int) string {
+	var b strings.Builder
+	b.WriteString("*** Begin Patch\n*** Add File: big.txt\n")
+	for i := 0; i < k; i++ {
+		fmt.Fprintf(&b, "+line %d\n", i)
+	}
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "*** Update File: big.txt\n@@\n-line %d\n+LINE %d\n", i, i)
+	}
+	b.WriteString("*** End Patch\n")
+	return b.String()
+}
+
+// TestSharedWorkBoundsSections: sections that each update a large file
+// cost the file's size each; a Work shared by the whole patch stops them
+// with ErrTooCostly once they exceed what the patch allows, where each call
+// alone stays within its own allowance.
+func TestSharedWorkBoundsSections(t *testing.T) {
+	text := manySections(20000, 2000)
+	w := patch.NewWork(patch.WorkAllowance(len(text)))
+	p, err := patch.ParseContext(context.Background(), text, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var content []byte
+	for i, f := range p.Files {
+		r, err := patch.ApplyContext(context.Background(), content, f.Hunks, patch.Options{Work: w})
+		if errors.Is(err, patch.ErrTooCostly) {
+			t.Logf("stopped at section %d of %d after %d operations (limit %d)", i, len(p.Files)-1, w.Ops(), w.Limit())
+			if w.Ops() > 2*w.Limit() {
+				t.Fatalf("%d operations, more than twice the limit %d", w.Ops(), w.Limit())
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("section %d: %v", i, err)
+		}
+		content = r.Content
+	}
+	t.Fatalf("all %d sections applied in %d operations: the shared limit %d did not stop them", len(p.Files), w.Ops(), w.Limit())
+}
+
+// TestWorkspacePlanIsBounded: through the workspace, the same envelope is
+// refused with patch_failed (too costly), and a small one with the same
+// shape applies.
+func TestWorkspacePlanIsBounded(t *testing.T) {
+	opts := workspace.DefaultOptions()
+	opts.Sandbox = "off"
+	ws, err := workspace.New(t.TempDir(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	_, err = ws.PlanPatch(context.Background(), map[string]any{"patch": manySections(20000, 2000)})
+	var ae *action.Error
+	if !errors.As(err, &ae) || ae.Code != action.CodePatchFailed || !errors.Is(err, patch.ErrTooCostly) {
+		t.Fatalf("err = %v, want patch_failed wrapping ErrTooCostly", err)
+	}
+	plan, err := ws.PlanPatch(context.Background(), map[string]any{"patch": manySections(200, 20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Files) != 1 || plan.Files[0].Path != "big.txt" || plan.Files[0].Added-plan.Files[0].Removed != 200 {
+		t.Fatalf("plan of %d files, first %s +%d -%d", len(plan.Files), plan.Files[0].Path, plan.Files[0].Added, plan.Files[0].Removed)
+	}
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := ws.PlanPatch(canceled, map[string]any{"patch": manySections(200, 20)}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled plan: err = %v, want context.Canceled", err)
 	}
 }
