@@ -316,8 +316,12 @@ func (w *Workspace) execute(ctx context.Context, plan CommandPlan) (execResult, 
 	}
 	waitErr := cmd.Wait()
 	res.duration = time.Since(start)
-	// Whatever the command left behind in its group goes with it.
-	_ = killProcessGroup(cmd.Process.Pid)
+	// Whatever the command left behind in its group goes with it (in a PID
+	// namespace the kernel has ended it all already, and the group's
+	// number may be anyone's by now).
+	if !plan.ns.pid || plan.Sandbox == SandboxNone {
+		_ = killProcessGroup(cmd.Process.Pid)
+	}
 	readDone.Wait()
 
 	if len(helperMsg) > 0 {
