@@ -69,6 +69,31 @@ func TestHarnessOwnSecretsByShape(t *testing.T) {
 	}
 }
 
+// TestHarnessSecretsInEvents: the shapes an audit record's payload takes
+// (an action input, an observation, a request line) carry no token or key
+// once through Value, whatever the field is called.
+func TestHarnessSecretsInEvents(t *testing.T) {
+	s := newTestSanitizer(t, 0)
+	token, demo, load := mintHarnessSecrets(t)
+	in := map[string]any{
+		"name": "workspace_run_shell",
+		"input": map[string]any{
+			"argv": []any{"curl", "-X", "POST", "http://127.0.0.1:8080/v1/actions/execute/" + token,
+				"-H", "Authorization: Bearer " + demo},
+			"env": map[string]any{"HARNESS_KEY": demo, "LOAD": load, "K": "x=" + load},
+		},
+		"observation": map[string]any{"stdout": "minted " + token + "\nkey " + demo + "\n", "exit_code": 0.0},
+		"request":     "POST /v1/actions/execute/" + token,
+	}
+	for _, str := range flatten(s.Value(in, nil)) {
+		for _, secret := range []string{token, demo, load} {
+			if strings.Contains(str, secret) || strings.Contains(str, secret[len(secret)-12:]) {
+				t.Fatalf("%q survived in %q", secret, str)
+			}
+		}
+	}
+}
+
 // TestEncodedSecrets: a base64 (standard or URL alphabet, padded or not)
 // or hex blob whose decoding holds a secret is redacted whole, in any
 // context, and so is base64 of base64.
