@@ -7,14 +7,17 @@ import (
 	"strings"
 )
 
-// The scanner walks a string once. At each byte a two-level table lookup
-// (first byte, then the pair with the next byte) decides whether any rule
-// can start here; only then is a hand-written matcher run. No regular
-// expression runs on the hot path. Rules either have a fixed prefix (ghp_,
-// AKIA, eyJ, -----BEGIN …) or a context (a secret-looking name before ':'
-// or '=', "://user:pass@", "Bearer "); one rule, the AWS secret access key,
-// has neither and is checked on every maximal [A-Za-z0-9+/] run of exactly
-// 40 bytes.
+// The scanner walks a string once. At each byte a flag table, then a
+// bitmap of byte pairs, then the pair's trigger (which third bytes may
+// follow, whether a word boundary must precede) decide whether any rule
+// can start here; only then are the pair's matchers run: hand-written ones
+// (matchRules) and table-driven shapes (shapes.go). No regular expression
+// runs on the hot path. Rules either have a fixed prefix (ghp_, AKIA, eyJ,
+// -----BEGIN …), a mark inside them ("Q~", ".atlasv1."), or a context (a
+// secret-looking name before ':' or '=', "user:pass@host", "Bearer ", an
+// XML element); runs of base64 or hex bytes are checked when they end,
+// for an AWS secret access key (a 40-byte piece) or an encoded secret
+// (encoded.go).
 
 // Byte classes. Each is one bit, so that the scanner can cache the last
 // run it measured of each (see scanner.run).
@@ -98,13 +101,6 @@ func trigShared(c1 byte, next string) {
 		}
 	}
 	firstByte[c1] = true
-}
-
-// trigs2 registers c1 followed by each byte of next, any third byte.
-func trigs2(c1 byte, next string) {
-	for i := 0; i < len(next); i++ {
-		trig(c1, next[i], "", false)
-	}
 }
 
 // trigPrefix registers a rule whose text starts with prefix (folded: in
@@ -208,8 +204,6 @@ func init() {
 	}
 	trig('w', 'e', "b", false)                                                          // webhook.office.com (Teams)
 	trigShared('|', "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") // Facebook app tokens "id|secret"
-	trigs2('B', "eE")                                                                   // Bearer
-	trigs2('b', "eE")                                                                   // bearer
 	trigShared(':', "")                                                                 // name: value, scheme://, user:password@host
 	trigShared('=', "")                                                                 // name=value
 	// `"NAME", "value"` (setProperty and friends) and <name>value</name>.
