@@ -59,9 +59,20 @@ func (sc *scanner) encodedSecret(a, e int) (int, bool) {
 	// binary: the first bytes tell, before anything else is looked at.
 	head := run[:16]
 	var kind encoding
+	c0 := run[0]
 	switch {
 	case isHexRun(head):
+		// Printable ASCII starts with a hex digit 2-7 (or 0 for a tab or
+		// a line end).
+		if c0 < '2' && c0 != '0' || c0 > '7' {
+			return 0, false
+		}
 		kind = hexEnc
+	case !(c0 >= 'I' && c0 <= 'Z' || c0 >= 'a' && c0 <= 'f' || c0 == 'C' || c0 == 'D'):
+		// The first base64 digit holds the top six bits of the first
+		// byte: these are the ones that printable ASCII (or a tab or a
+		// line end) can have.
+		return 0, false
 	case containsAny(head, "-_"):
 		kind = url64Enc
 	default:
