@@ -186,10 +186,9 @@ func (w *Workspace) planSandbox(plan *CommandPlan) error {
 			plan.SandboxReadOnly = append(plan.SandboxReadOnly, filepath.Join(w.rootPath, name))
 		}
 	}
-	// Without the network layers, the network is closed by the seccomp
-	// socket rules alone, or failing those by Landlock's TCP rules (ABI 4+),
-	// which leave UDP open.
-	plan.NoNetwork = !network && (ns.net || f.Seccomp || f.LandlockABI >= 4)
+	// Either network layer closes every way out on its own; Landlock's TCP
+	// rules (ABI 4+) alone would leave UDP open.
+	plan.NoNetwork = !network && (ns.net || f.Seccomp)
 	var notes []string
 	if len(missing) > 0 {
 		plan.Sandbox = SandboxPartial
