@@ -107,3 +107,18 @@ func MessageOf(err error) string {
 	}
 	return err.Error()
 }
+
+// Refusal is the error of a step that was refused and already recorded as
+// an observation (a refused preview): callers that answer with an
+// observation use it as it is, with its action id and decision; others see
+// its code through CodeOf.
+type Refusal struct {
+	Observation Observation
+}
+
+func (r *Refusal) Error() string { return string(r.Observation.Code) + ": " + r.Observation.Message }
+
+// Unwrap gives the refusal's code to CodeOf, MessageOf and errors.Is.
+func (r *Refusal) Unwrap() error {
+	return &Error{Code: r.Observation.Code, Message: r.Observation.Message}
+}

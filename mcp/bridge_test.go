@@ -207,8 +207,9 @@ harness:
 	require.NoError(t, err)
 	other := action.Action{Name: "workspace_apply_patch", Input: map[string]any{"path": "a.txt", "content": "other\n"}}
 	otherHash, _ := other.Hash()
-	_, _, preview, err := srv.h.Preview(context.Background(), a)
-	require.NoError(t, err)
+	_, plan, refused := srv.h.Prepare(context.Background(), a)
+	require.Nil(t, refused)
+	preview := plan.Preview
 	sign := func(h, digest string, at time.Time) string { st, _ := srv.signState(h, digest, at); return st }
 	good := sign(hash, previewDigest(preview), time.Now())
 	accept := mcpgo.InputResponses{confirmID: mcpgo.NewElicitationInputResponse(mcpgo.ElicitationResult{

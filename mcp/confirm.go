@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log"
 	"log/slog"
@@ -134,12 +135,13 @@ func (s *Server) confirmAndRun(ctx context.Context, req mcpgo.CallToolRequest, a
 		}
 		return toolResult(obs), nil
 	}
-	d, _, preview, err := s.h.Preview(ctx, a)
-	switch {
-	case !d.Allowed():
-		return toolResult(s.blocked(a, d)), nil
-	case err != nil:
-		return toolResult(errorObservation(a, err)), nil
+	_, plan, refused := s.h.Prepare(ctx, a)
+	if refused != nil {
+		return toolResult(*refused), nil
+	}
+	preview := plan.Preview
+	if preview == nil {
+		preview = map[string]any{}
 	}
 	if previewDigest(preview) != shownPreview {
 		return toolResult(s.blocked(a, policy.Decision{Code: action.CodeStalePreview,
@@ -152,6 +154,10 @@ func (s *Server) confirmAndRun(ctx context.Context, req mcpgo.CallToolRequest, a
 // flowRefusal is the observation of a TrustFlow error: a refusal by the
 // guard or the workspace's rules is blocked, anything else an error.
 func flowRefusal(a action.Action, err error) action.Observation {
+	var refused *action.Refusal
+	if errors.As(err, &refused) {
+		return refused.Observation // recorded, with its action id and decision
+	}
 	code := action.CodeOf(err)
 	msg := action.MessageOf(err)
 	if code == action.CodeNotFound {
@@ -186,14 +192,11 @@ func (s *Server) askConfirmation(ctx context.Context, a action.Action) (*mcpgo.C
 			return toolResult(flowRefusal(a, err)), nil
 		}
 	} else {
-		d, _, pv, err := s.h.Preview(ctx, a)
-		switch {
-		case !d.Allowed():
-			return toolResult(s.blocked(a, d)), nil
-		case err != nil:
-			return toolResult(errorObservation(a, err)), nil
+		_, plan, refused := s.h.Prepare(ctx, a)
+		if refused != nil {
+			return toolResult(*refused), nil
 		}
-		preview = pv
+		preview = plan.Preview
 	}
 	if preview == nil {
 		preview = map[string]any{}

@@ -43,23 +43,6 @@ func (h *Harness) Plan(ctx context.Context, a action.Action) (action.Plan, error
 	return action.Plan{Preview: map[string]any{"input": h.sanitizer.Value(a.Input, sc.Sensitive)}}, nil
 }
 
-// Preview runs the guard as if the action were trusted (the caller vouches
-// for having the agent:trusted permission) in the preview phase and, when
-// it allows, returns the action's plan's preview. Nothing is dispatched and
-// no event is emitted. A refusal comes back as the decision; a planning
-// failure as an error carrying its code.
-func (h *Harness) Preview(ctx context.Context, a action.Action) (policy.Decision, *schema.ActionSchema, map[string]any, error) {
-	a.Trusted = true
-	d, sc := h.Decide(WithPhase(ctx, policy.PhasePreview), a)
-	if !d.Allowed() {
-		return d, sc, nil, nil
-	}
-	if d.Outcome == policy.Modify {
-		a.Input = d.Input
-	}
-	p, err := h.Plan(ctx, a)
-	return d, sc, p.Preview, err
-}
 
 // BuildOptions are what Build needs beyond the configuration.
 type BuildOptions struct {

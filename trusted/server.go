@@ -269,6 +269,11 @@ type errorBody struct {
 	Error struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
+		// ActionID, Decision and Approval are set for a refused preview:
+		// the action's audit records carry the same id and decision.
+		ActionID string           `json:"action_id,omitempty"`
+		Decision *action.Decision `json:"decision,omitempty"`
+		Approval *action.Approval `json:"approval,omitempty"`
 	} `json:"error"`
 }
 
@@ -418,6 +423,15 @@ func (s *Server) writeActionError(w http.ResponseWriter, err error, status func(
 	if code == action.CodeInternal {
 		s.log.Error("http: internal error", "err", err)
 		msg = "internal error"
+	}
+	var refused *action.Refusal
+	if errors.As(err, &refused) && code != action.CodeInternal {
+		var b errorBody
+		o := refused.Observation
+		b.Error.Code, b.Error.Message = string(code), msg
+		b.Error.ActionID, b.Error.Decision, b.Error.Approval = o.ActionID, o.Decision, o.Approval
+		writeJSON(w, status(code), b)
+		return
 	}
 	writeError(w, status(code), string(code), msg)
 }

@@ -667,3 +667,40 @@ func TestPreviewOverTheTokenCapIs429WithRetryAfter(t *testing.T) {
 	require.Equal(t, 429, resp.StatusCode)
 	require.NotEmpty(t, resp.Header.Get("Retry-After"))
 }
+
+// A refused preview is audited like the same action refused anywhere else:
+// a pre_action with the decision (phase preview) and a post_action, under
+// the action_id the error names.
+func TestRefusedPreviewIsAudited(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	cases := []struct {
+		name string
+		body any
+		code string
+	}{
+		{"refused by the workspace's path rules", patchAction("../x", "y"), "path_outside_root"},
+		{"refused by the guard", map[string]any{"name": "no_such_action", "input": map[string]any{}}, "unknown_action"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, m := call(t, "POST", f.URL+"/v1/actions/preview", keyAlice, c.body)
+			require.NotEqual(t, 200, s)
+			e := m["error"].(map[string]any)
+			require.Equal(t, c.code, e["code"])
+			id, _ := e["action_id"].(string)
+			require.NotEmpty(t, id)
+			log, err := os.ReadFile(f.AuditPath)
+			require.NoError(t, err)
+			var kinds []string
+			for _, line := range strings.Split(strings.TrimSpace(string(log)), "\n") {
+				if strings.Contains(line, `"action_id":"`+id+`"`) {
+					var rec map[string]any
+					require.NoError(t, json.Unmarshal([]byte(line), &rec))
+					ev := rec["event"].(map[string]any)
+					kinds = append(kinds, ev["event_type"].(string)+"@"+fmt.Sprint(ev["payload"].(map[string]any)["phase"]))
+				}
+			}
+			require.Equal(t, []string{"pre_action@preview", "post_action@preview"}, kinds)
+		})
+	}
+}

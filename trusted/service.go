@@ -142,18 +142,13 @@ func (s *Service) Preview(ctx context.Context, p Principal, a action.Action) (Pr
 	ctx = runtime.WithPhase(runtime.WithPrincipal(ctx, p.Name), policy.PhasePreview)
 
 	// The guard decides as for a trusted action; the action's runtime plans
-	// it (the same plan an approval stores).
-	ta := a
-	ta.Trusted = true
-	if d, _ := s.h.Decide(ctx, ta); !d.Allowed() {
-		return PreviewResult{}, &action.Error{Code: d.Code, Message: d.Message}
-	} else if d.Outcome == policy.Modify {
-		a.Input = d.Input
+	// it (the same plan an approval stores). A refusal is audited as any
+	// other entry point's would be, and answered with its observation.
+	a, plan, refused := s.h.Prepare(ctx, a)
+	if refused != nil {
+		return PreviewResult{}, &action.Refusal{Observation: *refused}
 	}
-	plan, err := s.h.Plan(ctx, a)
-	if err != nil {
-		return PreviewResult{}, codeError(err)
-	}
+	a.ID = ""
 	preview, files := plan.Preview, plan.Preconditions
 	if preview == nil {
 		preview = map[string]any{}

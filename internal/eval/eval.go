@@ -272,10 +272,9 @@ func expectedRecords(a answer) []string {
 	var out []string
 	switch a.Flow {
 	case previewRefused:
-		// A refused preview mints nothing and runs nothing, and today
-		// records nothing either (trusted.Service.Preview); where SPEC 6
-		// wants every decision recorded, this is the line to change.
-		return nil
+		// A refused preview mints nothing and runs nothing, and is
+		// recorded as the same refusal anywhere else (SPEC 6: every
+		// decision is a record).
 	case tokenFlow:
 		out = append(out, "trusted_token:minted")
 		if a.Code == action.CodeStalePreview {

@@ -134,13 +134,21 @@ func (d *httpDriver) observation(ctx context.Context, url string, body []byte, f
 func errorAnswer(status int, raw []byte, f flow, id string) answer {
 	var e struct {
 		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
+			Code     string           `json:"code"`
+			Message  string           `json:"message"`
+			ActionID string           `json:"action_id"`
+			Decision *action.Decision `json:"decision"`
 		} `json:"error"`
 	}
 	_ = json.Unmarshal(raw, &e)
 	c := action.Code(e.Error.Code)
+	if id == "" {
+		id = e.Error.ActionID // a refused preview names the action its records carry
+	}
 	a := answer{Outcome: Outcome{Status: c.Status(), Code: c}, Message: e.Error.Message, Flow: f, ActionID: id}
+	if e.Error.Decision != nil && e.Error.Decision.Outcome != "allow" {
+		a.Step = e.Error.Decision.Step
+	}
 	if want := c.HTTPStatus(); status != want {
 		a.Problems = append(a.Problems, fmt.Sprintf("HTTP %d for %s, the code table says %d", status, c, want))
 	}
