@@ -43,7 +43,6 @@ func (h *Harness) Plan(ctx context.Context, a action.Action) (action.Plan, error
 	return action.Plan{Preview: map[string]any{"input": h.sanitizer.Value(a.Input, sc.Sensitive)}}, nil
 }
 
-
 // BuildOptions are what Build needs beyond the configuration.
 type BuildOptions struct {
 	Sanitizer Sanitizer // required
