@@ -49,6 +49,9 @@ func main() {
 }
 
 func dispatch(ctx context.Context, args []string, s stdio) int {
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
+		args = []string{"version"}
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(s.err)
 		if len(args) == 0 {

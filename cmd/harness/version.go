@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+)
+
+func init() {
+	commands["version"] = command{summary: "print the version, the commit and the Go version", run: versionCmd}
+}
+
+// version is set at link time (-ldflags "-X main.version=v1.2.3"); without
+// it the module version from the build info is used (set by go install
+// …@version), else "devel".
+var version = ""
+
+// versionCmd is "harness version" (and "harness --version").
+func versionCmd(_ context.Context, _ []string, s stdio) int {
+	fmt.Fprintln(s.out, versionLine())
+	return exitOK
+}
+
+func versionLine() string {
+	v, commit, dirty, goVersion := version, "unknown", false, "unknown"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		goVersion = bi.GoVersion
+		if v == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v = bi.Main.Version
+		}
+		for _, st := range bi.Settings {
+			switch st.Key {
+			case "vcs.revision":
+				commit = st.Value
+				if len(commit) > 12 {
+					commit = commit[:12]
+				}
+			case "vcs.modified":
+				dirty = st.Value == "true"
+			}
+		}
+	}
+	if v == "" {
+		v = "devel"
+	}
+	if dirty {
+		commit += "-dirty"
+	}
+	return fmt.Sprintf("harness %s (commit %s, %s)", v, commit, goVersion)
+}
