@@ -176,6 +176,16 @@ func TestUserinfoForms(t *testing.T) {
 			t.Errorf("String(%q)\n got %q\nwant %q", tc.in, got, tc.want)
 		}
 	}
+	// A token as the user name goes too, with or without a scheme.
+	for _, in := range []string{
+		"curl -u " + fakeGHP + ":x-oauth-basic https://api.github.com/user",
+		`curl --user "` + fakeGHP + `":"x-oauth-basic" https://api.github.com/user`,
+		"https://" + fakeGHP + ":x-oauth-basic@github.com/o/r.git",
+	} {
+		if out := s.String(in); strings.Contains(out, fakeGHP[4:]) {
+			t.Errorf("token as user name survived: %q", out)
+		}
+	}
 	// A colon inside the password is part of it.
 	in := "ftp:" + "pa:" + fakePassword + "@files.example.com"
 	if out := s.String(in); strings.Contains(out, fakePassword) {

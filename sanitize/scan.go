@@ -821,6 +821,9 @@ func (sc *scanner) userPassword(i, a, e int, q byte) (int, int) {
 		if pe <= p || startsWithMarker(s[p:]) || placeholderValue(s[p:pe]) {
 			return i, i
 		}
+		if sc.anyIn(a, e) {
+			return a, sc.widen(a, pe) // a token as the user name: both go
+		}
 		return p, sc.widen(p, pe)
 	}
 	colon := strings.IndexByte(s[a:e], ':')
@@ -843,6 +846,11 @@ func (sc *scanner) userPassword(i, a, e int, q byte) (int, int) {
 	}
 	if placeholderValue(s[p:e]) {
 		return i, i
+	}
+	// The scan resumes after the password, so a token used as the user
+	// name ("-u ghp_…:x-oauth-basic") would never be seen: then both go.
+	if sc.anyIn(a, a+colon) {
+		return a, sc.widen(a, e)
 	}
 	return p, sc.widen(p, e)
 }
