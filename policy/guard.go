@@ -63,12 +63,39 @@ type Request struct {
 	Principal string
 	// Phase is direct unless the trusted flow says otherwise.
 	Phase Phase
-	// Sanitized returns the action's input as the audit log records it
-	// (sensitive fields and secrets removed), for steps that send the
-	// request outside the process. Nil when the caller gave none.
-	Sanitized func() any
+	// Sanitizer is the audit log's sanitizer, for SanitizedInput; nil
+	// when the caller gave none.
+	Sanitizer Sanitizer
 	// Modified lists the steps that changed the input, in order.
 	Modified []string
+
+	sanitized     any
+	sanitizedDone bool
+}
+
+// Sanitizer removes sensitive fields and secrets from a value, as the audit
+// log records it. *sanitize.Sanitizer implements it.
+type Sanitizer interface {
+	Value(v any, sensitive []string) any
+}
+
+// SanitizedInput returns the action's input as the audit log records it
+// (the schema's sensitive fields and anything shaped like a secret
+// removed), for steps that send the request outside the process. It is
+// computed once, unless a step modifies the input since; nil without a
+// Sanitizer.
+func (r *Request) SanitizedInput() any {
+	if r.Sanitizer == nil {
+		return nil
+	}
+	if !r.sanitizedDone {
+		var sensitive []string
+		if r.Schema != nil {
+			sensitive = r.Schema.Sensitive
+		}
+		r.sanitized, r.sanitizedDone = r.Sanitizer.Value(r.Action.Input, sensitive), true
+	}
+	return r.sanitized
 }
 
 // Decision is a step's answer, and the guard's. The zero Decision allows.
@@ -247,7 +274,13 @@ func (g *Guard) Decide(ctx context.Context, req *Request) Decision {
 	var last Decision
 	for i := range g.steps {
 		s := &g.steps[i]
-		d := g.ask(ctx, s, req)
+		d := s.Fn(ctx, req)
+		if (d.Outcome == "" || d.Outcome == Allow) && d.Code == action.CodeNone {
+			continue // the common case, kept cheap
+		}
+		if d.Outcome == Defer {
+			d = g.deferred(ctx, s, req, d)
+		}
 		d.Check = s.Name
 		switch {
 		case d.Outcome == Modify:
@@ -255,6 +288,7 @@ func (g *Guard) Decide(ctx context.Context, req *Request) Decision {
 				return g.deny(s, action.CodeInternal, "step "+s.Name+" modified the input without giving one")
 			}
 			req.Action.Input = d.Input
+			req.sanitized, req.sanitizedDone = nil, false
 			req.Modified = append(req.Modified, s.Name)
 			last = Decision{Outcome: Modify, Check: s.Name, Rule: d.Rule, Message: d.Message}
 			if i > g.validAt {
@@ -275,11 +309,14 @@ func (g *Guard) Decide(ctx context.Context, req *Request) Decision {
 	return last
 }
 
-// ask calls one step, repeating it after each Defer (bounded in count and
-// delay, honouring ctx); a step that keeps deferring is a denial.
-func (g *Guard) ask(ctx context.Context, s *Step, req *Request) Decision {
+// deferred asks a step that deferred (d) again after each delay, bounded
+// in count and delay and honouring ctx; a step that keeps deferring is a
+// denial.
+func (g *Guard) deferred(ctx context.Context, s *Step, req *Request, d Decision) Decision {
 	for n := 0; ; n++ {
-		d := s.Fn(ctx, req)
+		if n > 0 {
+			d = s.Fn(ctx, req)
+		}
 		if d.Outcome != Defer {
 			return d
 		}

@@ -137,23 +137,9 @@ func (h *Harness) Decide(ctx context.Context, a action.Action) (policy.Decision,
 	return d, req.Schema
 }
 
-// request builds the guard's request for a in the phase of ctx, with the
-// sanitized input that the audit log records, computed at most once.
+// request builds the guard's request for a in the phase of ctx.
 func (h *Harness) request(ctx context.Context, a action.Action) policy.Request {
-	req := policy.Request{Action: a, Principal: PrincipalFrom(ctx), Phase: PhaseFrom(ctx)}
-	var once any
-	done := false
-	req.Sanitized = func() any {
-		if !done {
-			var sensitive []string
-			if sc, ok := h.registry.Lookup(a.Name); ok {
-				sensitive = sc.Sensitive
-			}
-			once, done = h.sanitizer.Value(a.Input, sensitive), true
-		}
-		return once
-	}
-	return req
+	return policy.Request{Action: a, Principal: PrincipalFrom(ctx), Phase: PhaseFrom(ctx), Sanitizer: h.sanitizer}
 }
 
 // Execute takes one action through the whole pipeline and returns its
@@ -178,15 +164,9 @@ func (h *Harness) Execute(ctx context.Context, a action.Action) (obs action.Obse
 	req := h.request(ctx, a)
 	d := h.guard.Decide(ctx, &req)
 	sc := req.Schema
-	ev := eventFrame{h: h, ctx: ctx, a: &a, id: id, principal: req.Principal, phase: req.Phase, decision: d.Info()}
-	if d.Plain() {
-		ev.decision.Step = "guard"
-	}
+	ev := eventFrame{h: h, ctx: ctx, a: &a, id: id, principal: req.Principal, phase: req.Phase, decision: d}
 	if h.recorder != nil || len(h.subscribers) > 0 { // nobody to tell: nothing to sanitize
-		ev.input = req.Sanitized()
-		if d.Outcome == policy.Modify {
-			ev.modified = h.sanitizer.Value(req.Action.Input, sc.Sensitive)
-		}
+		ev.sanitizeInput(&req, a)
 	}
 	a = req.Action // what runs is what the guard allowed
 	if !d.Plain() {
@@ -321,7 +301,7 @@ type eventFrame struct {
 	id        string
 	principal string
 	phase     policy.Phase
-	decision  *action.Decision
+	decision  policy.Decision
 	input     any
 	modified  any    // the input as a guard step modified it
 	approval  string // the approval an ask created
@@ -339,7 +319,12 @@ func (f *eventFrame) emit(t ahp.EventType, obs *action.Observation, durable bool
 		Principal: f.principal, Trusted: f.a.Trusted, Phase: string(f.phase), ApprovalID: f.approval,
 	}
 	if t == ahp.PreAction {
-		p.Input, p.ModifiedInput, p.Decision = f.input, f.modified, f.decision
+		p.Input, p.ModifiedInput = f.input, f.modified
+		if f.decision.Plain() {
+			p.Decision = &plainAllow // shared: sinks never change a payload
+		} else {
+			p.Decision = f.decision.Info()
+		}
 	}
 	if obs != nil {
 		p.Observation = summarize(h.sanitizer, obs)
@@ -365,6 +350,24 @@ func (f *eventFrame) emit(t ahp.EventType, obs *action.Observation, durable bool
 		}
 	}
 	return recErr
+}
+
+// plainAllow is the decision of every action the guard plainly allowed.
+var plainAllow = action.Decision{Step: "guard", Outcome: string(policy.Allow)}
+
+// sanitizeInput fills the input the events carry: the input as given and,
+// when a guard step modified it, the input that runs.
+func (f *eventFrame) sanitizeInput(req *policy.Request, given action.Action) {
+	if f.decision.Outcome != policy.Modify {
+		f.input = req.SanitizedInput()
+		return
+	}
+	var sensitive []string
+	if req.Schema != nil {
+		sensitive = req.Schema.Sensitive
+	}
+	f.input = f.h.sanitizer.Value(given.Input, sensitive)
+	f.modified = req.SanitizedInput()
 }
 
 // summarize is what an event says of an observation: never the payload

@@ -48,12 +48,9 @@ func (h *Harness) Prepare(ctx context.Context, a action.Action) (action.Action, 
 		}
 	}
 	obs := action.Observation{ActionID: id, Action: a.Name, Decision: d.Info()}
-	ev := eventFrame{h: h, ctx: ctx, a: &a, id: id, principal: req.Principal, phase: req.Phase, decision: d.Info()}
+	ev := eventFrame{h: h, ctx: ctx, a: &a, id: id, principal: req.Principal, phase: req.Phase, decision: d}
 	if h.recorder != nil || len(h.subscribers) > 0 {
-		ev.input = req.Sanitized()
-		if d.Outcome == policy.Modify {
-			ev.modified = h.sanitizer.Value(req.Action.Input, sc.Sensitive)
-		}
+		ev.sanitizeInput(&req, a)
 	}
 	switch {
 	case d.Outcome == policy.Ask:
@@ -66,7 +63,6 @@ func (h *Harness) Prepare(ctx context.Context, a action.Action) (action.Action, 
 	default: // the guard allowed; the runtime refused to plan
 		if d.Plain() {
 			obs.Decision = nil
-			ev.decision.Step = "guard"
 		}
 		obs.Source = action.SourceHarness
 		if m, ok := h.runtimes[sc.Runtime]; ok {
