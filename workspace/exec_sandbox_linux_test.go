@@ -653,16 +653,22 @@ func TestSandboxReadOnlyBinds(t *testing.T) {
 
 // TestSandboxNothingOutlivesTheAction: children that leave the process
 // group (setsid, setsid -f, nohup, a double fork) and would write to the
-// root a second later never do: the PID namespace ends with the command.
+// root once the command has ended never do: the PID namespace ends with the
+// command.
 // With the PID namespace pretended missing, the setsid child survives,
 // which shows the test would catch it.
 func TestSandboxNothingOutlivesTheAction(t *testing.T) {
 	requireFullSandbox(t)
+	// Each child waits for a file the test makes once the command has
+	// ended, then writes: no timing decides the outcome.
+	child := func(name string) string {
+		return "sh -c 'while [ ! -e go ]; do sleep 0.02; done; touch late-" + name + "' </dev/null >/dev/null 2>&1"
+	}
 	recipe := "all:\n" +
-		"\t@setsid sh -c 'sleep 1; touch late-setsid' </dev/null >/dev/null 2>&1 &\n" +
-		"\t@setsid -f sh -c 'sleep 1; touch late-setsid-f' </dev/null >/dev/null 2>&1\n" +
-		"\t@nohup sh -c 'sleep 1; touch late-nohup' </dev/null >/dev/null 2>&1 &\n" +
-		"\t@(sh -c 'sleep 1; touch late-fork' </dev/null >/dev/null 2>&1 &) &\n" +
+		"\t@setsid " + child("setsid") + " &\n" +
+		"\t@setsid -f " + child("setsid-f") + "\n" +
+		"\t@nohup " + child("nohup") + " &\n" +
+		"\t@(" + child("fork") + " &) &\n" +
 		"\t@echo started\n"
 	lingering := func() []string {
 		var out []string
@@ -701,13 +707,17 @@ func TestSandboxNothingOutlivesTheAction(t *testing.T) {
 			if p := lingering(); len(p) > 0 && !tt.survives {
 				t.Fatalf("processes of the command outlived it: %v", p)
 			}
-			time.Sleep(1800 * time.Millisecond)
-			late, _ := filepath.Glob(filepath.Join(e.root, "late-*"))
-			if tt.survives {
-				if len(late) == 0 {
-					t.Fatal("control: without the PID namespace the setsid child should survive")
+			if err := os.WriteFile(filepath.Join(e.root, "go"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var late []string
+			for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+				if late, _ = filepath.Glob(filepath.Join(e.root, "late-*")); tt.survives && len(late) > 0 {
+					return
 				}
-				return
+			}
+			if tt.survives {
+				t.Fatal("control: without the PID namespace the setsid child should survive")
 			}
 			if len(late) > 0 || len(lingering()) > 0 {
 				t.Fatalf("a child wrote after the command ended: %v", late)

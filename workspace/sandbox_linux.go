@@ -283,6 +283,8 @@ func runAsInit(program string, argv []string, statusFD int) error {
 	if statusFD > 0 {
 		syscall.Close(statusFD)
 	}
+	// syscall.Exit rather than os.Exit: there is nothing to flush, and a
+	// helper built with the race detector would sleep a second in os.Exit.
 	for {
 		var ws syscall.WaitStatus
 		wpid, err := syscall.Wait4(-1, &ws, 0, nil)
@@ -291,13 +293,13 @@ func runAsInit(program string, argv []string, statusFD int) error {
 			continue
 		case err != nil:
 			// Cannot happen while the program lives; end the namespace.
-			os.Exit(sandboxExitCode)
+			syscall.Exit(sandboxExitCode)
 		case wpid != pid:
 			continue
 		case ws.Exited():
-			os.Exit(ws.ExitStatus())
+			syscall.Exit(ws.ExitStatus())
 		case ws.Signaled():
-			os.Exit(128 + int(ws.Signal()))
+			syscall.Exit(128 + int(ws.Signal()))
 		}
 	}
 }
