@@ -337,7 +337,7 @@ func TestPreviewCommandShowsArgvAndLimits(t *testing.T) {
 
 func TestPreviewOfOtherActionsShowsSanitizedInput(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
-	secret := "AKIAIOSFODNN7EXAMPLE"
+	secret := "AKIA2E0A8F3B244C9986"
 	st, p := call(t, "POST", f.URL+"/v1/actions/preview", keyAlice, map[string]any{"name": "echo", "input": map[string]any{"text": "key " + secret}})
 	require.Equal(t, 200, st, "%v", p)
 	b, _ := json.Marshal(p["preview"])
