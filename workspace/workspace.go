@@ -208,11 +208,6 @@ func (w *Workspace) Close() error {
 //     symlinks and .git skipped; stops at Options.MaxSearchFiles files or
 //     max_results matches.
 func (w *Workspace) Run(ctx context.Context, a action.Action) (map[string]any, error) {
-	switch a.Name {
-	case "workspace_list_files":
-		return w.listFiles(ctx, a.Input)
-	case "workspace_read_file":
-		return w.readFile(ctx, a.Input)
 	// A redeemed plan runs only while what it was planned on holds. A
 	// patch checks under its write locks (applyPatch); the rest here.
 	if pre, ok := action.PreconditionsFrom(ctx); ok && a.Name != "workspace_apply_patch" {
@@ -220,6 +215,11 @@ func (w *Workspace) Run(ctx context.Context, a action.Action) (map[string]any, e
 			return nil, err
 		}
 	}
+	switch a.Name {
+	case "workspace_list_files":
+		return w.listFiles(ctx, a.Input)
+	case "workspace_read_file":
+		return w.readFile(ctx, a.Input)
 	case "workspace_search_text":
 		return w.searchText(ctx, a.Input)
 	case "workspace_propose_patch":
