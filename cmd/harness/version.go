@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"runtime/debug"
 )
@@ -16,7 +18,14 @@ func init() {
 var version = ""
 
 // versionCmd is "harness version" (and "harness --version").
-func versionCmd(_ context.Context, _ []string, s stdio) int {
+func versionCmd(_ context.Context, args []string, s stdio) int {
+	fs := newFlags("version", "harness version", s.err)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
 	fmt.Fprintln(s.out, versionLine())
 	return exitOK
 }

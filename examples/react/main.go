@@ -24,6 +24,7 @@ import (
 	"github.com/harness-runtime/harness/audit"
 	"github.com/harness-runtime/harness/config"
 	"github.com/harness-runtime/harness/runtime"
+	"github.com/harness-runtime/harness/sanitize"
 )
 
 // step is one turn of the scripted model: a thought and the action it
@@ -151,7 +152,11 @@ func run(ctx context.Context, out io.Writer, dir string) error {
 		last = h.Execute(runtime.WithPrincipal(ctx, "react-example"), a)
 		fmt.Fprintf(out, "Step %d\n  Thought: %s\n  Action: %s %s\n  Observation: %s\n\n", i, s.thought, a.Name, compact(a.Input), render(last))
 	}
-	rep, err := verifyFile(filepath.Join(dir, "audit.jsonl"))
+	key, err := sanitize.LoadKey(cfg.Harness.Sanitize.KeyPath)
+	if err != nil {
+		return err
+	}
+	rep, err := verifyFile(filepath.Join(dir, "audit.jsonl"), key)
 	if err != nil {
 		return err
 	}
@@ -159,13 +164,15 @@ func run(ctx context.Context, out io.Writer, dir string) error {
 	return nil
 }
 
-func verifyFile(path string) (string, error) {
+// verifyFile checks the audit log's chain, keyed with the installation's
+// key (a process without the key could not have forged it).
+func verifyFile(path string, key []byte) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
-	rep, err := audit.VerifyJSONL(f)
+	rep, err := audit.VerifyJSONL(f, audit.WithKey(key))
 	if err != nil {
 		return "", err
 	}
