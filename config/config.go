@@ -5,20 +5,14 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"github.com/harness-runtime/harness/policy"
-	"io"
 	"os"
 	"path/filepath"
-	"reflect"
-	"sort"
 	"strconv"
 	"strings"
 
-	"github.com/go-playground/validator/v10"
-	"gopkg.in/yaml.v3"
+	"github.com/harness-runtime/harness/policy"
 )
 
 // Config is the YAML configuration of SPEC section 3. Booleans are pointers
@@ -27,6 +21,9 @@ import (
 // Call Resolve (Load does) before reading the effective values.
 type Config struct {
 	Harness HarnessConfig `yaml:"harness"`
+	// Source is where the configuration was read from (Load, LoadFile,
+	// Parse); it is not a key of the file.
+	Source Source `yaml:"-"`
 }
 
 // HarnessConfig is everything under the top-level "harness" key.
@@ -273,15 +270,22 @@ func (c *Config) Resolve() {
 	}
 }
 
-// ConfigError lists every problem found in a configuration file.
+// ConfigError lists every problem found in a configuration, each in the
+// configuration's own terms: "line 12: harness.workspace.write-enabeld:
+// unknown key; did you mean write-enabled?", or, for a value set by the
+// environment, "$HARNESS_PROFILE: harness.profile: …".
 type ConfigError struct {
 	File     string
-	Problems []string // "key: why"
+	Problems []string // "line L: key: why", sorted by line
 }
 
 func (e *ConfigError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "config %s: %d problem(s):", e.File, len(e.Problems))
+	file := e.File
+	if file == "" {
+		file = "(no file)"
+	}
+	fmt.Fprintf(&b, "config %s: %d problem(s):", file, len(e.Problems))
 	for _, p := range e.Problems {
 		b.WriteString("\n  ")
 		b.WriteString(p)
@@ -290,151 +294,80 @@ func (e *ConfigError) Error() string {
 }
 
 // LoadFile reads, validates and resolves the configuration at path. An empty
-// path means no file: Default(). Environment variables HARNESS_PROFILE,
-// HARNESS_WORKSPACE_ROOT, HARNESS_AUDIT_PATH and HARNESS_TRUSTED_STORE
-// override the file.
-func LoadFile(path string) (*Config, error) {
+// path means no file: the embedded defaults (Load also looks for a file).
+// Environment variables HARNESS_PROFILE, HARNESS_WORKSPACE_ROOT,
+// HARNESS_AUDIT_PATH and HARNESS_TRUSTED_STORE override the file.
+func LoadFile(path string, opts ...Option) (*Config, error) {
 	if path == "" {
-		c := &Config{}
-		applyEnv(c)
-		if err := c.Validate(""); err != nil {
-			return nil, err
+		c, err := Parse("", nil, opts...)
+		var ce *ConfigError
+		if errors.As(err, &ce) {
+			ce.File = ViaDefaults // what an environment variable broke
 		}
-		c.Resolve()
-		return c, nil
+		return c, err
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, &ConfigError{File: path, Problems: []string{"cannot read: " + err.Error()}}
 	}
-	return Parse(path, data)
+	return Parse(path, data, opts...)
 }
 
-// Parse decodes YAML configuration data; name is used in messages. Unknown
-// keys are problems, so that a typo does not silently fall back to a default.
-func Parse(name string, data []byte) (*Config, error) {
+// Parse decodes YAML configuration data, checks it and resolves it; name
+// is the file named in messages and recorded as the Source ("" for the
+// embedded defaults). Every problem is listed in one *ConfigError, with
+// its line: an unknown key (with the nearest valid one), a value of the
+// wrong type (in YAML's words), a value out of range, an action name that
+// is not registered (with the nearest real one, see WithActions). A wrong
+// value does not stop the checks of the others.
+func Parse(name string, data []byte, opts ...Option) (*Config, error) {
+	o := newOptions(opts)
 	c := &Config{}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
-		var te *yaml.TypeError
-		if errors.As(err, &te) {
-			return nil, &ConfigError{File: name, Problems: te.Errors}
-		}
-		return nil, &ConfigError{File: name, Problems: []string{err.Error()}}
+	d := newDecoder()
+	if d.decodeYAML(data, c) {
+		d.env(c)
+		d.check(c, o)
+		d.problems = append(d.problems, c.Harness.checkOverlap(d.at)...)
 	}
-	applyEnv(c)
-	if err := c.Validate(name); err != nil {
+	if err := d.err(name); err != nil {
 		return nil, err
 	}
 	c.Resolve()
+	c.Source = Source{Path: name}
 	return c, nil
 }
 
-func applyEnv(c *Config) {
-	if v := os.Getenv("HARNESS_PROFILE"); v != "" {
-		c.Harness.Profile = v
-	}
-	if v := os.Getenv("HARNESS_WORKSPACE_ROOT"); v != "" {
-		c.Harness.Workspace.Root = v
-	}
-	if v := os.Getenv("HARNESS_AUDIT_PATH"); v != "" {
-		c.Harness.Audit.Path = v
-	}
-	if v := os.Getenv("HARNESS_TRUSTED_STORE"); v != "" {
-		c.Harness.Trusted.Store = v
+// envOverrides are the variables that override the file, and the values
+// they set.
+var envOverrides = []struct {
+	name, ns string
+	field    func(*Config) *string
+}{
+	{"HARNESS_PROFILE", "harness.profile", func(c *Config) *string { return &c.Harness.Profile }},
+	{"HARNESS_WORKSPACE_ROOT", "harness.workspace.root", func(c *Config) *string { return &c.Harness.Workspace.Root }},
+	{"HARNESS_AUDIT_PATH", "harness.audit.path", func(c *Config) *string { return &c.Harness.Audit.Path }},
+	{"HARNESS_TRUSTED_STORE", "harness.trusted.store", func(c *Config) *string { return &c.Harness.Trusted.Store }},
+}
+
+// env applies the environment's overrides and remembers which variable set
+// each value, for the messages.
+func (d *decoder) env(c *Config) {
+	for _, e := range envOverrides {
+		if v := os.Getenv(e.name); v != "" {
+			*e.field(c) = v
+			d.places[e.ns] = place{key: e.ns, env: e.name}
+			delete(d.broken, e.ns)
+		}
 	}
 }
 
-var validate = newValidator()
-
-func newValidator() *validator.Validate {
-	v := validator.New(validator.WithRequiredStructEnabled())
-	v.RegisterTagNameFunc(func(f reflect.StructField) string {
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if name == "-" {
-			return ""
-		}
-		return name
-	})
-	_ = v.RegisterValidation("store", func(fl validator.FieldLevel) bool {
-		s := fl.Field().String()
-		return s == "memory" || strings.HasPrefix(s, "redis://") || strings.HasPrefix(s, "rediss://")
-	})
-	return v
-}
-
-// Validate checks the configuration and returns a *ConfigError listing
-// every problem, or nil.
-func (c *Config) Validate(file string) error {
-	var problems []string
-	if err := validate.Struct(c); err != nil {
-		var verrs validator.ValidationErrors
-		if !errors.As(err, &verrs) {
-			return &ConfigError{File: file, Problems: []string{err.Error()}}
-		}
-		for _, fe := range verrs {
-			problems = append(problems, fmt.Sprintf("%s: %s", keyPath(fe.Namespace()), why(fe)))
-		}
-	}
-	h := c.Harness
-	for _, a := range h.AutoApprovedActions {
-		for _, d := range h.DisabledActions {
-			if a == d {
-				problems = append(problems, fmt.Sprintf("harness.auto-approved-actions: %s is also disabled", a))
-			}
-		}
-	}
-	for name, s := range h.MCP.Servers {
-		if len(s.Command) > 0 && s.URL != "" {
-			problems = append(problems, fmt.Sprintf("harness.mcp.servers.%s: set command or url, not both", name))
-		}
-	}
-	if len(problems) == 0 {
-		return nil
-	}
-	sort.Strings(problems)
-	return &ConfigError{File: file, Problems: problems}
-}
-
-// keyPath turns validator's "Config.harness.workspace.sandbox" into
-// "harness.workspace.sandbox".
-func keyPath(ns string) string {
-	_, rest, ok := strings.Cut(ns, ".")
-	if !ok {
-		return ns
-	}
-	return rest
-}
-
-func why(fe validator.FieldError) string {
-	switch fe.Tag() {
-	case "oneof":
-		return fmt.Sprintf("%q is not one of: %s", fmt.Sprint(fe.Value()), fe.Param())
-	case "required":
-		return "is required"
-	case "required_without":
-		return "is required when " + fe.Param() + " is not set"
-	case "excluded_with":
-		return "cannot be set together with " + fe.Param()
-	case "gte":
-		return "must be at least " + fe.Param()
-	case "lte":
-		return "must be at most " + fe.Param()
-	case "len":
-		return fmt.Sprintf("must be %s characters long", fe.Param())
-	case "hexadecimal":
-		return "must be hexadecimal (the sha256 of the bearer token)"
-	case "url":
-		return fmt.Sprintf("%q is not a URL", fmt.Sprint(fe.Value()))
-	case "store":
-		return fmt.Sprintf("%q is neither memory nor redis://host:port/db", fmt.Sprint(fe.Value()))
-	case "excludesall":
-		return fmt.Sprintf("%q must be a bare command name, not a path", fmt.Sprint(fe.Value()))
-	case "min":
-		return "needs at least " + fe.Param() + " item(s)"
-	}
-	return fmt.Sprintf("fails %s %s", fe.Tag(), fe.Param())
+// Validate checks a configuration built or changed in Go (after flags,
+// for example) and returns a *ConfigError listing every problem, or nil.
+// It cannot name lines; Parse does.
+func (c *Config) Validate(file string, opts ...Option) error {
+	d := newDecoder()
+	d.check(c, newOptions(opts))
+	return d.err(file)
 }
 
 // GuardOptions returns the guard's built-in judgements of a resolved

@@ -71,7 +71,7 @@ func TestBadConfigListsEveryProblem(t *testing.T) {
 		"harness.profile", "harness.workspace.command-timeout-seconds", "harness.workspace.allowed-commands[0]",
 		"harness.workspace.sandbox", "harness.trusted.store", "harness.auth.keys[0].principal",
 		"harness.auth.keys[0].sha256", "harness.auth.keys[0].permissions[0]", "harness.auto-approved-actions",
-		"harness.mcp.servers[broken].command",
+		"harness.mcp.servers.broken: set command or url",
 	} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("problems do not name %s:\n%s", want, msg)

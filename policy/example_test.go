@@ -50,6 +50,6 @@ func ExampleParse() {
 	fmt.Println(err)
 	// Output:
 	// config bad.yaml: 2 problem(s):
-	//   harness.profile: "staging" is not one of: dev production
-	//   harness.workspace.max-file-bytes: must be at least 0
+	//   line 2: harness.profile: "staging" is not one of: dev production
+	//   line 4: harness.workspace.max-file-bytes: must be at least 0
 }

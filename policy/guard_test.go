@@ -26,7 +26,7 @@ func testRegistry(t *testing.T) *schema.Registry {
 
 func guardFor(t *testing.T, yaml string, extra ...policy.Steps) *policy.Guard {
 	t.Helper()
-	c, err := config.Parse("test.yaml", []byte(yaml))
+	c, err := config.Parse("test.yaml", []byte(yaml), config.WithActions("echo"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -177,7 +177,7 @@ func TestExecutePhaseReachesTheGuard(t *testing.T) {
 // A write is waited for when its context ends: the observation says what
 // happened, never "timeout" for a write that lands.
 func TestExecuteWaitsForAWriteWhenTheContextEnds(t *testing.T) {
-	h := newTestHarness(t, "harness:\n  auto-approved-actions: [slow_write]\n")
+	h := newTestHarness(t, "harness:\n  auto-approved-actions: [slow_write]\n", config.WithActions("slow_write"))
 	landed := make(chan struct{})
 	type in struct{}
 	err := RegisterFunc(h, Spec{Name: "slow_write", Description: "w", Risk: schema.RiskWrite},

@@ -42,9 +42,9 @@ func (c *collector) byType(t ahp.EventType) []ahp.Event {
 	return out
 }
 
-func newTestHarness(t testing.TB, yaml string) *Harness {
+func newTestHarness(t testing.TB, yaml string, opts ...config.Option) *Harness {
 	t.Helper()
-	cfg, err := config.Parse("test.yaml", []byte(yaml))
+	cfg, err := config.Parse("test.yaml", []byte(yaml), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
