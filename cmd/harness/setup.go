@@ -37,9 +37,12 @@ func (e *env) Close() error {
 	return errors.Join(errs...)
 }
 
-// loadConfig reads --config (or defaults) and applies --root.
+// loadConfig finds the configuration as SPEC 3 orders it (--config,
+// $HARNESS_CONFIG, .harness/config.yaml under the root, the user's config
+// directory, the embedded defaults; config.Load), and applies --root.
+// cfg.Source says which file was read.
 func loadConfig(path, root string) (*config.Config, error) {
-	cfg, err := config.LoadFile(path)
+	cfg, err := config.Load(path, root)
 	if err != nil {
 		return nil, err
 	}
