@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -513,36 +512,49 @@ func resolveHelper(configured string) (string, error) {
 	return r.(lookResult).path, r.(lookResult).err
 }
 
-var (
-	privateBaseMade atomic.Bool
-	privateBaseOnce = sync.OnceValues(func() (string, error) {
-		privateBaseMade.Store(true)
-		return os.MkdirTemp("", "harness-exec-")
-	})
-)
+// privateBase is this process's directory of private directories, made
+// in os.TempDir by the first command and removed when the last open
+// workspace closes, so that nothing is left in the shared temporary
+// directory. A later command makes a new one, under a new random name:
+// a name once used is never made again, so that nobody can plant
+// something at it.
+var privateBase struct {
+	sync.Mutex
+	dir string
+}
+
+func privateBaseDir() (string, error) {
+	privateBase.Lock()
+	defer privateBase.Unlock()
+	if privateBase.dir == "" {
+		d, err := os.MkdirTemp("", "harness-exec-")
+		if err != nil {
+			return "", err
+		}
+		privateBase.dir = d
+	}
+	return privateBase.dir, nil
+}
 
 // removePrivateBase removes this process's directory of private
-// directories, if it made one. Only for the end of a process (tests): the
-// name is never made again, so that nobody can plant something at it in
-// the shared temporary directory.
+// directories, if there is one.
 func removePrivateBase() error {
-	if !privateBaseMade.Load() {
+	privateBase.Lock()
+	defer privateBase.Unlock()
+	if privateBase.dir == "" {
 		return nil
 	}
-	base, err := privateBaseOnce()
-	if err != nil {
-		return nil
-	}
-	return os.RemoveAll(base)
+	err := os.RemoveAll(privateBase.dir)
+	privateBase.dir = ""
+	return err
 }
 
 // privateDir returns the private directory of a workspace root: TMPDIR and
 // the build caches of its commands live there, writable inside the
-// sandbox, shared by the commands of that root only. It lives under one
-// per-process directory in os.TempDir and is not removed when the
-// workspace closes.
+// sandbox, shared by the commands of that root only. It lives under the
+// process's private base in os.TempDir, made when first needed.
 func privateDir(root string) (string, error) {
-	base, err := privateBaseOnce()
+	base, err := privateBaseDir()
 	if err != nil {
 		return "", err
 	}
@@ -550,16 +562,36 @@ func privateDir(root string) (string, error) {
 	return filepath.Join(base, hex.EncodeToString(sum[:8])), nil
 }
 
+// madePrivateDir is privateDir when the base exists, "" when no command of
+// this process ever needed one (nothing to remove).
+func madePrivateDir(root string) string {
+	privateBase.Lock()
+	base := privateBase.dir
+	privateBase.Unlock()
+	if base == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(root))
+	return filepath.Join(base, hex.EncodeToString(sum[:8]))
+}
+
 // closeExec removes the private directory (TMPDIR, build caches) of this
 // workspace's commands. Workspace.Close should call it; it is safe to call
 // when no command ever ran.
 func (w *Workspace) closeExec() error {
-	dir, err := privateDir(w.rootPath)
-	if err != nil {
-		return err
+	dir := madePrivateDir(w.rootPath)
+	if dir == "" {
+		return nil // no command ever ran: nothing was made
 	}
 	if err := errors.Join(os.RemoveAll(dir), os.RemoveAll(dir+gitConfigSuffix)); err != nil {
 		return fmt.Errorf("remove command temp directory: %w", err)
+	}
+	// The last workspace of the process takes the base with it; holding
+	// the table of open roots keeps a new workspace from opening meanwhile.
+	openRoots.Lock()
+	defer openRoots.Unlock()
+	if len(openRoots.n) == 0 {
+		return removePrivateBase()
 	}
 	return nil
 }

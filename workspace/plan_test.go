@@ -207,3 +207,35 @@ func TestCloseRemovesCommandTempDirWithLastWorkspace(t *testing.T) {
 		t.Fatalf("temp dir left after the last Close: %v", err)
 	}
 }
+
+// Nothing is left in the temporary directory: a workspace that ran no
+// command makes nothing there, and the last Close removes what commands
+// made.
+func TestNoTemporaryDirectoryIsLeftBehind(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	removePrivateBase()
+	opts := DefaultOptions()
+	opts.Sandbox = SandboxOff
+	for _, runCommand := range []bool{false, true} {
+		root := t.TempDir()
+		w, err := New(root, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Run(context.Background(), action.Action{Name: "workspace_list_files", Input: map[string]any{}}); err != nil {
+			t.Fatal(err)
+		}
+		if runCommand {
+			if _, err := w.Run(context.Background(), action.Action{Name: "workspace_run_shell", Input: map[string]any{"command": "pwd"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if left, _ := os.ReadDir(tmp); len(left) != 0 {
+			t.Fatalf("command ran %v: left in TMPDIR: %v", runCommand, left)
+		}
+	}
+}
