@@ -169,6 +169,12 @@ func setDefault(p **bool, v bool) {
 	}
 }
 
+// The default command allowlists of SPEC section 3.
+var (
+	defaultAllowedCommands       = []string{"pwd", "ls", "rg", "git", "go", "make"}
+	defaultAllowedGitSubcommands = []string{"status", "diff", "show", "log", "rev-parse", "branch"}
+)
+
 // DevAutoApprovedActions are the dev profile's auto-approved actions when
 // the configuration does not set harness.auto-approved-actions: the
 // read-risk workspace actions.
@@ -226,10 +232,10 @@ func (c *Config) Resolve() {
 		w.MaxListEntries = DefaultMaxListEntries
 	}
 	if w.AllowedCommands == nil {
-		w.AllowedCommands = []string{"pwd", "ls", "rg", "git", "go", "make"}
+		w.AllowedCommands = append([]string(nil), defaultAllowedCommands...)
 	}
 	if w.AllowedGitSubcommands == nil {
-		w.AllowedGitSubcommands = []string{"status", "diff", "show", "log", "rev-parse", "branch"}
+		w.AllowedGitSubcommands = append([]string(nil), defaultAllowedGitSubcommands...)
 	}
 	if w.Sandbox == "" {
 		w.Sandbox = "best-effort"

@@ -100,6 +100,11 @@ func absolute(p string) string {
 // only chooses where to look here, the caller still applies it.
 func Load(flagPath, root string, opts ...Option) (*Config, error) {
 	src := Discover(flagPath, root)
+	if src.Via == ViaWorkspace {
+		if err := checkWorkspaceFile(src.Path); err != nil {
+			return nil, err
+		}
+	}
 	c, err := LoadFile(src.Path, opts...)
 	if err != nil {
 		return nil, err

@@ -152,7 +152,7 @@ func TestEnvironmentOverridesApplyAfterDiscovery(t *testing.T) {
 	assert.False(t, Bool(c.Harness.Workspace.WriteEnabled))
 
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, ".harness"), 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, ".harness", "config.yaml"), []byte("harness:\n  profile: dev\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".harness", "config.yaml"), []byte("harness:\n  disabled-actions: [workspace_search_text]\n"), 0o600))
 	c, err = Load("", dir)
 	require.NoError(t, err)
 	assert.Equal(t, "production", c.Harness.Profile)
