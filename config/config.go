@@ -57,6 +57,10 @@ type WorkspaceConfig struct {
 	// Sandbox is required (refuse to run commands without Landlock),
 	// best-effort (run without it, and say so) or off.
 	Sandbox string `yaml:"sandbox" validate:"omitempty,oneof=required best-effort off"`
+	// NetworkCommands names allowed commands that may reach the network
+	// (a go that fetches modules through the proxy); none by default. The
+	// preview of such a command says so.
+	NetworkCommands []string `yaml:"network-commands" validate:"dive,required,excludesall=/\\ "`
 }
 
 // MCPConfig is harness.mcp.
@@ -120,7 +124,7 @@ type AuthConfig struct {
 type AuthKey struct {
 	Principal   string   `yaml:"principal" validate:"required"`
 	SHA256      string   `yaml:"sha256" validate:"required,len=64,hexadecimal"`
-	Permissions []string `yaml:"permissions" validate:"min=1,dive,oneof=agent:execute agent:trusted admin"`
+	Permissions []string `yaml:"permissions" validate:"min=1,dive,oneof=agent:execute agent:trusted agent:approve agent:audit admin"`
 	Tenant      string   `yaml:"tenant"`
 }
 

@@ -100,6 +100,7 @@ func WorkspaceOptions(cfg *config.Config, helperPath string) workspace.Options {
 		AllowedCommands:       w.AllowedCommands,
 		AllowedGitSubcommands: w.AllowedGitSubcommands,
 		Sandbox:               w.Sandbox,
+		NetworkCommands:       w.NetworkCommands,
 		HelperPath:            helperPath,
 	}
 }
