@@ -21,7 +21,7 @@ const DiffContext = 3
 //
 // The line-level diff is computed by github.com/sergi/go-diff in line mode;
 // it is minimal except for very large inputs, where go-diff's time limit
-// may yield a correct but longer diff.
+// may yield a correct but longer diff (after one second of work per file).
 func Diff(oldPath, newPath string, old, new []byte) string {
 	oldName, newName := "/dev/null", "/dev/null"
 	if oldPath != "" {
@@ -51,7 +51,10 @@ type lineOp struct {
 // lineOps computes the line edit script with go-diff.
 func lineOps(a, b string) []lineOp {
 	dmp := diffmatchpatch.New()
-	dmp.DiffTimeout = 5 * time.Second
+	// Past the limit go-diff returns a correct but longer diff; the limit
+	// bounds the CPU one file of a request can cost (a request is also
+	// bounded by its operation count, see Work).
+	dmp.DiffTimeout = time.Second
 	ra, rb, table := dmp.DiffLinesToRunes(a, b)
 	diffs := dmp.DiffCharsToLines(dmp.DiffMainRunes(ra, rb, false), table)
 	var ops []lineOp
