@@ -93,6 +93,8 @@ load:
 contract: build
 	bash ../shared/contract/core.sh
 	bash ../shared/contract/trusted.sh
+	bash ../shared/contract/pipeline.sh
+	bash ../shared/contract/firstrun.sh
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
