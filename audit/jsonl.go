@@ -36,6 +36,7 @@ type JSONL struct {
 	instance string
 	key      *chainKey // nil: records are unkeyed
 	now      func() time.Time
+	log      *slog.Logger
 	syncFile func(*os.File) error
 	seq      uint64 // head of the chain as of this log's last look
 	prev     string
@@ -112,7 +113,7 @@ func OpenJSONL(path string, opts ...Option) (*JSONL, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit: open %s: %w", path, err)
 	}
-	l := &JSONL{path: path, rw: rw, instance: cfg.instance, key: key, now: cfg.now,
+	l := &JSONL{path: path, rw: rw, instance: cfg.instance, key: key, now: cfg.now, log: cfg.log,
 		syncFile: (*os.File).Sync, prev: ZeroHash, end: -1}
 	if err := l.open(); err != nil {
 		rw.Close()
@@ -145,7 +146,7 @@ func (l *JSONL) open() error {
 		return err
 	}
 	if l.key != nil && !l.keyed && l.seq > 0 {
-		slog.Warn("audit log was written without a key; continuing it with keyed records (the earlier ones stay unkeyed, and verifying them needs --allow-unkeyed)",
+		l.log.Warn("audit log was written without a key; continuing it with keyed records (the earlier ones stay unkeyed, and verifying them needs --allow-unkeyed)",
 			"path", l.path, "unkeyed_up_to_seq", l.seq, "key_id", l.key.id)
 	}
 	return nil
@@ -183,7 +184,7 @@ func (l *JSONL) refresh() error {
 		// Only a truncation does this: appenders never shrink the file.
 		// The chain goes on from what is left; verifying against an
 		// anchor shows what went.
-		slog.Warn("audit log is shorter than this process last wrote it: records were removed",
+		l.log.Warn("audit log is shorter than this process last wrote it: records were removed",
 			"path", l.path, "size", size, "was", l.end)
 	}
 	end, last, err := lastLine(l.rw, size)
@@ -275,7 +276,7 @@ func (l *JSONL) repairTornTail(end, n int64) error {
 	}
 	l.seq, l.prev, l.end = rec.Seq, rec.Hash, end+int64(len(line))
 	l.keyed = l.keyed || l.key != nil
-	slog.Warn("audit log ended in a torn line; moved it aside and recorded that in the chain",
+	l.log.Warn("audit log ended in a torn line; moved it aside and recorded that in the chain",
 		"path", l.path, "bytes", n, "sha256", sum, "saved_to", aside, "seq", rec.Seq)
 	return nil
 }

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"log/slog"
 	"context"
 	"errors"
 	"io"
@@ -50,12 +51,24 @@ type config struct {
 	key          []byte
 	keySet       bool
 	allowUnkeyed bool
+	log          *slog.Logger
+}
+
+// WithLogger gives a log the logger its warnings go to (a torn line moved
+// aside, records found removed, an unkeyed log continued with a key);
+// without it they are discarded: a library does not write to stderr on
+// its own.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) { c.log = l }
 }
 
 func newConfig(opts []Option) config {
 	c := config{now: time.Now}
 	for _, o := range opts {
 		o(&c)
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
 	}
 	return c
 }

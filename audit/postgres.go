@@ -47,6 +47,7 @@ type Postgres struct {
 	key      *chainKey // nil: records are unkeyed
 	lockKey  int64     // advisory lock of this instance's chain
 	now      func() time.Time
+	log      *slog.Logger
 	closed   bool
 }
 
@@ -99,7 +100,7 @@ func OpenPostgres(ctx context.Context, dsn, instance string, opts ...Option) (*P
 	if err != nil {
 		return nil, fmt.Errorf("audit: open postgres: %w", err)
 	}
-	p := &Postgres{cc: pc, table: table, ident: quoteTable(table), instance: instance, key: key, now: cfg.now,
+	p := &Postgres{cc: pc, table: table, ident: quoteTable(table), instance: instance, key: key, now: cfg.now, log: cfg.log,
 		lockKey: lockKey("chain", table, instance)}
 	if err := p.connect(ctx); err != nil {
 		return nil, err
@@ -136,7 +137,7 @@ func (p *Postgres) checkHead(ctx context.Context) error {
 	case bad != nil:
 		return fmt.Errorf("%w: %s (instance %q): last record: %s (run harness audit verify)", ErrCorrupt, p.table, p.instance, bad.msg)
 	case p.key != nil && rec.KeyID == "":
-		slog.Warn("audit chain was written without a key; continuing it with keyed records (the earlier ones stay unkeyed, and verifying them needs --allow-unkeyed)",
+		p.log.Warn("audit chain was written without a key; continuing it with keyed records (the earlier ones stay unkeyed, and verifying them needs --allow-unkeyed)",
 			"table", p.table, "instance", p.instance, "unkeyed_up_to_seq", rec.Seq, "key_id", p.key.id)
 	}
 	return nil

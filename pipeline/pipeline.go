@@ -143,7 +143,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (p *Pipeline, e
 		}
 		// The chain is keyed with the installation's key, so that a process
 		// that can write the log but not read the key cannot rewrite it.
-		if p.Audit, err = audit.Open(ctx, cfg.Harness.Audit.Path, instance, audit.WithKey(key)); err != nil {
+		if p.Audit, err = audit.Open(ctx, cfg.Harness.Audit.Path, instance, audit.WithKey(key), audit.WithLogger(log)); err != nil {
 			return nil, fmt.Errorf("harness.audit.path: %w", err)
 		}
 		p.closers = append(p.closers, p.Audit.Close)

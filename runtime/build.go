@@ -78,7 +78,9 @@ func Build(cfg *config.Config, opts BuildOptions) (*Harness, *workspace.Workspac
 	if err != nil {
 		return nil, nil, err
 	}
-	ws, err := workspace.New(cfg.Harness.Workspace.Root, WorkspaceOptions(cfg, opts.HelperPath))
+	wo := WorkspaceOptions(cfg, opts.HelperPath)
+	wo.Logger = opts.Logger
+	ws, err := workspace.New(cfg.Harness.Workspace.Root, wo)
 	if err != nil {
 		return nil, nil, fmt.Errorf("harness.workspace.root: %w", err)
 	}

@@ -46,7 +46,8 @@ type Options struct {
 	Approvals Approvals
 	// AgentID names the agent in events; default "harness".
 	AgentID string
-	// Logger receives operational logs; default slog.Default().
+	// Logger receives operational logs; nil discards them (a library does
+	// not write to stderr on its own).
 	Logger *slog.Logger
 }
 
@@ -98,7 +99,7 @@ func New(opts Options) (*Harness, error) {
 		h.agentID = "harness"
 	}
 	if h.log == nil {
-		h.log = slog.Default()
+		h.log = slog.New(slog.DiscardHandler)
 	}
 	h.builtin = &Builtin{funcs: map[string]BuiltinFunc{}}
 	h.Mount(schema.RuntimeBuiltin, action.SourceBuiltin, h.builtin)

@@ -2,7 +2,6 @@ package workspace
 
 import (
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -83,7 +82,7 @@ func (w *Workspace) planSandbox(plan *CommandPlan) error {
 	bestEffort := mode == SandboxBestEffort // anything else fails closed as required
 	logNote := func() {
 		if _, seen := noteLogged.LoadOrStore(plan.SandboxNote, struct{}{}); !seen {
-			slog.Warn("workspace: commands run with less than the full OS sandbox", "note", plan.SandboxNote)
+			w.logger().Warn("workspace: commands run with less than the full OS sandbox", "note", plan.SandboxNote)
 		}
 	}
 	helper, err := resolveHelper(w.opts.HelperPath)

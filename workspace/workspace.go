@@ -27,6 +27,7 @@
 package workspace
 
 import (
+	"log/slog"
 	"context"
 	"errors"
 	"fmt"
@@ -67,6 +68,9 @@ type Options struct {
 	// with IP and netlink sockets, and without GOPROXY=off; the plan and
 	// the observation say so. Empty (the default): no command has network.
 	NetworkCommands []string
+	// Logger receives the workspace's warnings (a command runs with less
+	// than the full sandbox); nil discards them.
+	Logger *slog.Logger
 }
 
 // DefaultOptions returns the dev-profile defaults of SPEC section 3.
@@ -215,19 +219,19 @@ func (w *Workspace) Run(ctx context.Context, a action.Action) (map[string]any, e
 			return nil, err
 		}
 	}
-	switch a.Name {
-	case "workspace_list_files":
-		return w.listFiles(ctx, a.Input)
-	case "workspace_read_file":
-		return w.readFile(ctx, a.Input)
-	case "workspace_search_text":
-		return w.searchText(ctx, a.Input)
-	case "workspace_propose_patch":
-		return w.proposePatch(ctx, a.Input)
-	case "workspace_apply_patch":
-		return w.applyPatch(ctx, a.Input)
-	case "workspace_run_shell":
-		return w.runShell(ctx, a.Input)
+	d, ok := actionIndex[a.Name]
+	if !ok {
+		return nil, action.Errorf(action.CodeUnknownAction, "workspace has no action %q", a.Name)
 	}
-	return nil, action.Errorf(action.CodeUnknownAction, "workspace has no action %q", a.Name)
+	return d.run(w, ctx, a.Input)
 }
+
+// logger is Options.Logger, or one that discards.
+func (w *Workspace) logger() *slog.Logger {
+	if w.opts.Logger != nil {
+		return w.opts.Logger
+	}
+	return discardLogger
+}
+
+var discardLogger = slog.New(slog.DiscardHandler)
