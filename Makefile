@@ -80,7 +80,7 @@ bench: deps build
 	$(GO) test -run '^$$' -bench 'SearchVsRipgrep' -benchtime 5x ./workspace
 	$(GO) test -run '^$$' -bench 'RunShellPwd' -benchtime 200x ./workspace
 	$(GO) test -run '^$$' -bench 'ApplyCorpus|ApplyInMemory' -benchtime 3x ./workspace/patch
-	$(GO) test -run '^$$' -bench 'InteropVsFilesystemServer' -benchtime 1x ./mcp
+	$(GO) test -run '^$$' -bench 'InteropVsFilesystemServer' -benchtime 1x ./mcp/bridge
 	$(MAKE) load
 
 # Load test of harness serve: 32 clients doing preview -> execute of a

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/harness-runtime/harness/action"
+	"github.com/harness-runtime/harness/mcp/internal/mcptest"
 	"github.com/harness-runtime/harness/runtime"
 	"github.com/harness-runtime/harness/schema"
 )
@@ -44,14 +44,6 @@ harness:
 	require.NoError(t, err)
 	t.Cleanup(closeFn)
 	return h, ev
-}
-
-func quoteList(l []string) string {
-	q := make([]string, len(l))
-	for i, s := range l {
-		q[i] = fmt.Sprintf("%q", s)
-	}
-	return strings.Join(q, ", ")
 }
 
 func call(server, tool string, args map[string]any) action.Action {
@@ -94,7 +86,7 @@ func TestMCPCallObservations(t *testing.T) {
 		})
 	}
 	t.Run("events are emitted for MCP calls and refusals", func(t *testing.T) {
-		types := ev.types(CallAction)
+		types := ev.Types(CallAction)
 		assert.Contains(t, types, "pre_action@test")
 		assert.Contains(t, types, "post_action@test")
 		assert.Contains(t, types, "error@test")
@@ -226,9 +218,9 @@ harness:
 }
 
 func TestMCPClientOverHTTPAndSSE(t *testing.T) {
-	streamable := httptest.NewServer(mcpserver.NewStreamableHTTPServer(fakeServer()))
+	streamable := httptest.NewServer(mcpserver.NewStreamableHTTPServer(mcptest.FakeServer()))
 	defer streamable.Close()
-	sse := mcpserver.NewSSEServer(fakeServer())
+	sse := mcpserver.NewSSEServer(mcptest.FakeServer())
 	sseHTTP := httptest.NewServer(sse)
 	defer sseHTTP.Close()
 	tests := []struct {

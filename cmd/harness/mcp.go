@@ -11,7 +11,7 @@ import (
 
 	"github.com/harness-runtime/harness/action"
 	"github.com/harness-runtime/harness/internal/tune"
-	"github.com/harness-runtime/harness/mcp"
+	"github.com/harness-runtime/harness/mcp/bridge"
 	"github.com/harness-runtime/harness/trusted"
 )
 
@@ -20,13 +20,13 @@ func init() {
 }
 
 var (
-	// bridge is the running MCP bridge, for syncBridge.
-	bridge atomic.Pointer[mcp.Server]
+	// served is the running MCP bridge, for syncBridge.
+	served atomic.Pointer[bridge.Server]
 )
 
 // syncBridge serves the actions registered since the bridge started.
 func syncBridge(log *slog.Logger) {
-	if srv := bridge.Load(); srv != nil {
+	if srv := served.Load(); srv != nil {
 		if err := srv.Sync(); err != nil {
 			log.Warn("harness mcp: cannot serve new tools", "err", err)
 		}
@@ -65,13 +65,13 @@ func mcpCmd(ctx context.Context, args []string, s stdio) int {
 	// execute flow as `harness serve`, with the same token records in the
 	// same audit log: exactly what was previewed, on the files as they were
 	// previewed.
-	srv, err := mcp.NewServer(e.H, cfg, mcp.WithLogger(e.Log), mcp.WithTrustFlow(trustFlow{e.P.Trusted}))
+	srv, err := bridge.NewServer(e.H, cfg, bridge.WithLogger(e.Log), bridge.WithTrustFlow(trustFlow{e.P.Trusted}))
 	if err != nil {
 		fmt.Fprintf(s.err, "harness mcp: %v\n", err)
 		return exitUsage
 	}
-	bridge.Store(srv)
-	defer bridge.Store(nil)
+	served.Store(srv)
+	defer served.Store(nil)
 	syncBridge(e.Log) // what registered between NewServer and Store
 	if *addr == "" {
 		if err := srv.ServeStdio(ctx, s.in, s.out); err != nil {
@@ -102,12 +102,12 @@ func mcpCmd(ctx context.Context, args []string, s stdio) int {
 type trustFlow struct{ svc *trusted.Service }
 
 func (f trustFlow) Preview(ctx context.Context, a action.Action) (map[string]any, string, error) {
-	r, err := f.svc.Preview(ctx, trusted.Principal{Name: mcp.DefaultPrincipal}, a)
+	r, err := f.svc.Preview(ctx, trusted.Principal{Name: bridge.DefaultPrincipal}, a)
 	return r.Preview, r.Token, err
 }
 
 func (f trustFlow) Execute(ctx context.Context, token string) (action.Observation, error) {
-	return f.svc.Execute(ctx, trusted.Principal{Name: mcp.DefaultPrincipal}, token)
+	return f.svc.Execute(ctx, trusted.Principal{Name: bridge.DefaultPrincipal}, token)
 }
 
 // loopbackOnly refuses a listen address that is not on loopback: the

@@ -1,12 +1,10 @@
-package mcp
+package bridge
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"net"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/harness-runtime/harness/action"
 	"github.com/harness-runtime/harness/config"
+	"github.com/harness-runtime/harness/mcp"
 	"github.com/harness-runtime/harness/policy"
 	"github.com/harness-runtime/harness/runtime"
 	"github.com/harness-runtime/harness/schema"
@@ -75,19 +74,19 @@ func WithPrincipal(p string) ServerOption { return func(s *Server) { s.principal
 // callback is the place to call it).
 func NewServer(h *runtime.Harness, cfg *config.Config, opts ...ServerOption) (*Server, error) {
 	if h == nil || cfg == nil {
-		return nil, fmt.Errorf("mcp.NewServer: a Harness and a Config are required")
+		return nil, fmt.Errorf("bridge.NewServer: a Harness and a Config are required")
 	}
 	s := &Server{h: h, confirmed: map[string]bool{}, log: slog.Default(), principal: DefaultPrincipal, key: make([]byte, 32)}
 	for _, o := range opts {
 		o(s)
 	}
 	if _, err := rand.Read(s.key); err != nil {
-		return nil, fmt.Errorf("mcp.NewServer: %w", err)
+		return nil, fmt.Errorf("bridge.NewServer: %w", err)
 	}
 	for _, n := range cfg.Harness.MCP.Bridge.TrustedActions {
 		s.confirmed[n] = true
 	}
-	s.srv = mcpserver.NewMCPServer("harness", Version,
+	s.srv = mcpserver.NewMCPServer("harness", mcp.Version,
 		mcpserver.WithToolCapabilities(true),
 		mcpserver.WithElicitation(),
 		mcpserver.WithRecovery(),
@@ -130,7 +129,7 @@ func (s *Server) Sync() error {
 func addTools(srv *mcpserver.MCPServer, tools []mcpserver.ServerTool) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("mcp: serve tools: %v", r)
+			err = fmt.Errorf("mcp bridge: serve tools: %v", r)
 		}
 	}()
 	srv.AddTools(tools...)
@@ -163,8 +162,16 @@ func (s *Server) toolFor(sc *schema.ActionSchema) mcpgo.Tool {
 	return t
 }
 
+// handlerFor is the one tools/call handler of action name, whatever the
+// transport. A panic below it becomes an internal error result for the
+// call, so that the client is answered with an observation like any other.
 func (s *Server) handlerFor(name string) mcpserver.ToolHandlerFunc {
-	return func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+	return func(ctx context.Context, req mcpgo.CallToolRequest) (res *mcpgo.CallToolResult, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				res, err = toolResult(internalError(action.Observation{Action: name}, fmt.Sprintf("internal error: %v", r))), nil
+			}
+		}()
 		var sessionID string
 		if sess := mcpserver.ClientSessionFromContext(ctx); sess != nil {
 			sessionID = sess.SessionID()
@@ -296,6 +303,17 @@ func encodable(v any, depth int) bool {
 		}
 		return true
 	}
+	return marshals(v)
+}
+
+// marshals reports whether encoding/json encodes v without an error or a
+// panic (a MarshalJSON method may panic).
+func marshals(v any) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
 	_, err := json.Marshal(v)
 	return err == nil
 }
@@ -337,60 +355,6 @@ func (s *Server) Tools() []string {
 	}
 	slices.Sort(names)
 	return names
-}
-
-// ServeStdio serves MCP over in and out (newline-delimited JSON-RPC) until
-// ctx is done or in ends. When in ends, the calls already read are
-// answered before it returns (for at most 30 seconds). Logs never go to
-// out. A read of in still blocked when ctx ends is left behind (the stdin
-// of a process that is ending), and so is a write to out that the client
-// does not read within 5 seconds of the end: ServeStdio returns anyway, and
-// the messages not written are lost.
-//
-// mcp-go keeps one stdio session per process: serve at most one stdio
-// client at a time in a process.
-func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	growOutputBuffer(out)
-	f := &inflight{}
-	pr, pw := io.Pipe()
-	ended := make(chan struct{})
-	grace := outputGrace
-	gated := newGatedOutput(out)
-	defer gated.close()
-	go drainingInput(ctx, in, pw, f, newFastCalls(ctx, s, gated, f), drainTimeout, ended)
-	ss := mcpserver.NewStdioServer(s.srv)
-	ss.SetErrorLogger(slogToLog(s.log))
-	listened := make(chan error, 1)
-	go func() { listened <- ss.Listen(ctx, pr, countingWriter{w: gated, f: f}) }()
-	var err error
-	select {
-	case err = <-listened:
-	case <-ended:
-		err = waitOrAbandonOutput(listened, gated, grace)
-	case <-ctx.Done():
-		err = waitOrAbandonOutput(listened, gated, grace)
-	}
-	_ = pr.Close()
-	if err != nil && (ctx.Err() != nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe)) {
-		return nil
-	}
-	return err
-}
-
-// waitOrAbandonOutput waits for the stdio server to stop once its input is
-// over: calls and writes under way get outputGrace, then writes to a client
-// that no longer reads fail, which releases the calls blocked on them (mcp-go
-// waits for every request goroutine before Listen returns).
-func waitOrAbandonOutput(listened <-chan error, gated *gatedOutput, grace time.Duration) error {
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case err := <-listened:
-		return err
-	case <-t.C:
-	}
-	gated.close()
-	return <-listened
 }
 
 // HTTPHandler returns the streamable HTTP transport (with legacy sessions

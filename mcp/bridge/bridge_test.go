@@ -1,11 +1,9 @@
-package mcp
+package bridge
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"github.com/harness-runtime/harness/policy"
-	"github.com/harness-runtime/harness/runtime"
-	"github.com/harness-runtime/harness/schema"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -22,7 +20,21 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/harness-runtime/harness/action"
+	"github.com/harness-runtime/harness/mcp"
+	"github.com/harness-runtime/harness/mcp/internal/mcptest"
+	"github.com/harness-runtime/harness/policy"
+	"github.com/harness-runtime/harness/runtime"
+	"github.com/harness-runtime/harness/schema"
 )
+
+// call is an mcp_call of tool on server with args.
+func call(server, tool string, args map[string]any) action.Action {
+	in := map[string]any{"server": server, "tool": tool}
+	if args != nil {
+		in["arguments"] = args
+	}
+	return action.Action{Name: mcp.CallAction, Input: in}
+}
 
 // inProcessBridge serves a bridge over a fresh workspace to an in-process
 // mcp-go client, which speaks the stateless 2026-07-28 protocol.
@@ -116,9 +128,10 @@ func answer(action mcpgo.ElicitationResponseAction, content any, shown *[]string
 
 func structured(t *testing.T, res *mcpgo.CallToolResult) action.Observation {
 	t.Helper()
-	raw, err := toJSONValue(res.StructuredContent)
+	raw, err := json.Marshal(res.StructuredContent)
 	require.NoError(t, err)
-	m := raw.(map[string]any)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(raw, &m))
 	return action.Observation{Status: action.Status(m["status"].(string)), Code: action.Code(m["code"].(string)), Message: m["message"].(string), Source: action.Source(m["source"].(string))}
 }
 
@@ -160,7 +173,7 @@ harness:
 				got, _ := os.ReadFile(filepath.Join(root, "a.txt"))
 				assert.Equal(t, tc.written, string(got) == "new\n")
 				if tc.written {
-					assert.Contains(t, ev.types("workspace_apply_patch"), "post_action@mcp", "the run went through Execute as principal mcp")
+					assert.Contains(t, ev.Types("workspace_apply_patch"), "post_action@mcp", "the run went through Execute as principal mcp")
 				}
 			})
 		}
@@ -326,13 +339,13 @@ harness:
 	var srvReady sync.WaitGroup
 	srvReady.Add(1)
 	synced := make(chan []string, 1)
-	c, errs := StartClient(context.Background(), cfg.Harness.MCP, reg, quietLogger(), func(names []string) {
+	c, errs := mcp.StartClient(context.Background(), cfg.Harness.MCP, reg, quietLogger(), func(names []string) {
 		srvReady.Wait()
 		assert.NoError(t, srv.Sync()) // not require: this is not the test's goroutine
 		synced <- names
 	})
 	defer c.Close()
-	h, ws, err := runtime.Build(cfg, runtime.BuildOptions{Sanitizer: nopSanitizer{}, Logger: quietLogger(), Registry: reg,
+	h, ws, err := runtime.Build(cfg, runtime.BuildOptions{Sanitizer: mcptest.NopSanitizer{}, Logger: quietLogger(), Registry: reg,
 		Steps: policy.Steps{Validating: []policy.Step{c.Check()}}})
 	require.NoError(t, err)
 	defer ws.Close()

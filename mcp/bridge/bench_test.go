@@ -1,6 +1,7 @@
-package mcp
+package bridge
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -73,29 +74,37 @@ func BenchmarkBridgeList1000Names(b *testing.B) {
 	benchCall(b, benchBridge(b), "workspace_list_files", map[string]any{"path": "many", "details": false})
 }
 
-// BenchmarkFastCallRead64KiB is the stdio bridge's own cost of answering
-// one workspace_read_file of a 64 KiB file the way fastCalls does: the
-// call and the response line, without the transport.
-func BenchmarkFastCallRead64KiB(b *testing.B) {
+// BenchmarkStdioRead64KiB is the stdio bridge's own cost of answering one
+// workspace_read_file of a 64 KiB file: the request line through the
+// dispatcher, the call, and the response line, without the transport.
+func BenchmarkStdioRead64KiB(b *testing.B) {
 	s := benchBridge(b)
-	a, _ := s.actionFor("workspace_read_file", map[string]any{"path": "big.txt"}, "stdio", "mcp:bench")
-	id := []byte("1")
-	buf := make([]byte, 0, 256<<10)
+	sess := &stdioSession{pending: map[int64]chan elicitAnswer{}, notifications: make(chan mcpgo.JSONRPCNotification, 100)}
 	ctx := context.Background()
+	if err := s.srv.RegisterSession(ctx, sess); err != nil {
+		b.Fatal(err)
+	}
+	defer s.srv.UnregisterSession(ctx, sess.SessionID())
+	ctx = s.srv.WithContext(ctx, sess)
+	s.srv.HandleMessage(ctx, []byte(initLine))
+	line := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"workspace_read_file","arguments":{"path":"big.txt"}}}`)
+	buf := make([]byte, 0, 256<<10)
 	b.ReportAllocs()
 	for b.Loop() {
-		obs := s.run(ctx, a)
-		if !obs.OK() {
-			b.Fatal(obs)
+		var err error
+		if buf, err = appendMessage(buf[:0], s.srv.HandleMessage(ctx, line)); err != nil {
+			b.Fatal(err)
 		}
-		buf = appendToolResponse(buf[:0], id, obs)
+	}
+	if !bytes.Contains(buf, []byte(`"status":"ok"`)) {
+		b.Fatalf("%.300s", buf)
 	}
 	b.SetBytes(int64(len(buf)))
 }
 
-// BenchmarkInteropVsFilesystemServer runs testdata/node/bench.mjs: the
+// BenchmarkInteropVsFilesystemServer runs ../testdata/node/bench.mjs: the
 // official TypeScript SDK client drives `harness mcp` (built from
-// ../cmd/harness) and @modelcontextprotocol/server-filesystem on the same
+// ../../cmd/harness) and @modelcontextprotocol/server-filesystem on the same
 // files, and prints both sides' start-up, read and list numbers. Run it
 // with -benchtime=1x; BENCH_READS, BENCH_LISTS and BENCH_STARTS change the
 // counts (defaults 2000, 500, 20), BENCH_CONCURRENCY the calls kept in
@@ -103,7 +112,7 @@ func BenchmarkFastCallRead64KiB(b *testing.B) {
 func BenchmarkInteropVsFilesystemServer(b *testing.B) {
 	dir := nodeDir(b)
 	bin := filepath.Join(b.TempDir(), "harness")
-	build := exec.Command("go", "build", "-o", bin, "../cmd/harness")
+	build := exec.Command("go", "build", "-o", bin, "../../cmd/harness")
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		b.Fatalf("go build ./cmd/harness: %v", err)

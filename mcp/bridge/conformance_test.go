@@ -1,4 +1,4 @@
-package mcp
+package bridge
 
 import (
 	"bufio"
@@ -55,7 +55,7 @@ harness:
 		require.NoError(t, os.WriteFile(golden, append(got, '\n'), 0o644))
 	}
 	want, err := os.ReadFile(golden)
-	require.NoError(t, err, "run go test ./mcp -run Conformance -update to create it")
+	require.NoError(t, err, "run go test ./mcp/bridge -run Conformance -update to create it")
 	require.JSONEq(t, string(want), string(got))
 }
 

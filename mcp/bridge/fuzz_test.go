@@ -1,4 +1,4 @@
-package mcp
+package bridge
 
 import (
 	"strings"
@@ -50,15 +50,20 @@ func FuzzRender(f *testing.F) {
 	})
 }
 
-// FuzzStdioClassification: the line classifiers never panic and a line is
-// never both a request and a response.
+// FuzzStdioClassification: the line classifier never panics, and a line is
+// a request only with a method, a response only without one and with a
+// result or an error.
 func FuzzStdioClassification(f *testing.F) {
 	f.Add(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 	f.Add(`{"jsonrpc":"2.0","id":"x","result":{}}`)
 	f.Add(`{"jsonrpc":"2.0","id":1,"result":{},"method":"x"}`)
 	f.Fuzz(func(t *testing.T, line string) {
-		req := isRequest([]byte(line))
-		resp := responseHead.MatchString(line)
-		_ = req && resp // a line may look like both only if it is malformed; neither must panic
+		m, kind := classify([]byte(line))
+		if kind == kindRequest && m.Method == "" {
+			t.Fatalf("a request without a method: %q", line)
+		}
+		if kind == kindResponse && (m.Method != "" || (m.Result == nil && m.Error == nil)) {
+			t.Fatalf("a response with a method or without a result or error: %q", line)
+		}
 	})
 }

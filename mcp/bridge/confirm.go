@@ -1,4 +1,4 @@
-package mcp
+package bridge
 
 import (
 	"context"
@@ -8,8 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"log"
-	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -244,11 +242,6 @@ func confirmedIn(content any) bool {
 	return v
 }
 
-func errorObservation(a action.Action, err error) action.Observation {
-	code := action.CodeOf(err)
-	return action.Observation{Action: a.Name, Source: action.SourceHarness, Status: code.Status(), Code: code, Message: action.MessageOf(err)}
-}
-
 // previewDigest is the SHA-256 of the canonical preview.
 func previewDigest(p map[string]any) string {
 	raw, err := action.Canonical(p)
@@ -301,9 +294,4 @@ func (s *Server) mac(head, actionHash string) string {
 	m.Write([]byte{0})
 	m.Write([]byte(actionHash))
 	return hex.EncodeToString(m.Sum(nil))
-}
-
-// slogToLog adapts the bridge's logger for mcp-go's *log.Logger hooks.
-func slogToLog(l *slog.Logger) *log.Logger {
-	return slog.NewLogLogger(l.Handler(), slog.LevelWarn)
 }

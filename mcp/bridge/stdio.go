@@ -1,0 +1,587 @@
+package bridge
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+)
+
+// drainTimeout bounds how long the bridge keeps answering after its input
+// ends: calls already read finish (a client may write its requests and
+// close its end at once), but a call waiting for an answer that can no
+// longer come is not waited for forever.
+// (A variable for the tests.)
+var drainTimeout = 30 * time.Second
+
+// outputGrace bounds how long the bridge waits, once its input is over (or
+// its context done), for writes to a client that no longer reads its
+// output. After it, those writes fail, so that no call stays blocked on a
+// full pipe and ServeStdio returns. (A variable for the tests.)
+var outputGrace = 5 * time.Second
+
+// maxRequests bounds the requests of one stdio client served at once;
+// reading the client's input waits for a free slot. A request waiting for
+// the client's answer to an elicitation gives its slot back meanwhile, so
+// that the input that carries the answer is still read.
+const maxRequests = 16
+
+// errOutputClosed is the error of a write to the client's output after the
+// bridge gave up on it.
+var errOutputClosed = errors.New("mcp bridge: stdio output abandoned: the client stopped reading")
+
+// errInputEnded is the error of an elicitation whose answer can no longer
+// come: the client's input is over.
+var errInputEnded = errors.New("mcp bridge: the client closed its input before answering")
+
+// ServeStdio serves MCP over in and out (newline-delimited JSON-RPC) until
+// ctx is done or in ends. Every message goes to the one mcp-go dispatcher
+// (MCPServer.HandleMessage: initialize, tools/list, tools/call, ping,
+// cancellation); this transport reads lines, routes the client's answers
+// to the bridge's elicitation requests, serves up to 16 requests at once,
+// and writes each response as one line (a tool result through the bridge's
+// own encoder, anything else through encoding/json).
+//
+// When in ends, the calls already read are answered before it returns (for
+// at most 30 seconds). Logs never go to out. A read of in still blocked
+// when ctx ends is left behind (the stdin of a process that is ending),
+// and so is a write to out that the client does not read within 5 seconds
+// of the end: ServeStdio returns anyway, and the messages not written are
+// lost.
+//
+// A Server serves one stdio client at a time: a second ServeStdio while
+// one runs fails (the session is named "stdio", which events carry as
+// their session_id).
+func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	growOutputBuffer(out)
+	gated := newGatedOutput(out)
+	defer gated.close()
+	sess := &stdioSession{out: gated, pending: map[int64]chan elicitAnswer{}, notifications: make(chan mcpgo.JSONRPCNotification, 100)}
+	if err := s.srv.RegisterSession(ctx, sess); err != nil {
+		return fmt.Errorf("mcp bridge: serve stdio: %w", err)
+	}
+	defer s.srv.UnregisterSession(context.WithoutCancel(ctx), sess.SessionID())
+
+	reqCtx, cancel := context.WithCancel(s.srv.WithContext(ctx, sess))
+	defer cancel()
+	t := &stdioTransport{srv: s.srv, sess: sess, out: gated, slots: make(chan struct{}, maxRequests), log: s.log}
+	go t.notify(reqCtx)
+	read := make(chan error, 1)
+	go func() { read <- t.read(reqCtx, in) }()
+
+	var err error
+	select {
+	case err = <-read:
+		sess.endInput()
+		t.calls.wait(ctx, drainTimeout)
+	case <-ctx.Done():
+	}
+	cancel()
+	if !t.calls.close(outputGrace) {
+		// Calls still running are blocked on a client that stopped reading
+		// (or ignore their context): their writes fail from now on. One
+		// that still does not return is left behind.
+		gated.close()
+		t.calls.close(outputGrace)
+	}
+	if err != nil && (ctx.Err() != nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe)) {
+		return nil
+	}
+	return err
+}
+
+// stdioTransport carries one stdio client's messages to and from the
+// dispatcher.
+type stdioTransport struct {
+	srv   *mcpserver.MCPServer
+	sess  *stdioSession
+	out   *gatedOutput
+	slots chan struct{}
+	calls inflight
+	log   *slog.Logger
+}
+
+// read hands each line of in to the dispatcher until in ends or ctx is
+// done.
+func (t *stdioTransport) read(ctx context.Context, in io.Reader) error {
+	r := bufio.NewReaderSize(in, 64<<10)
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 0 {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if !t.dispatch(ctx, line) {
+				return ctx.Err()
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// envelope is what the transport reads of a message to route it.
+type envelope struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Result json.RawMessage `json:"result"`
+	Error  json.RawMessage `json:"error"`
+}
+
+// messageKind is how the transport treats a message.
+type messageKind int
+
+const (
+	kindOther    messageKind = iota // a notification, or anything else the dispatcher answers at once
+	kindRequest                     // a method and an id: served on its own goroutine
+	kindResponse                    // an id and a result or an error, no method: an answer to the bridge
+	kindInvalid                     // not JSON: a parse error
+)
+
+// classify reads the envelope of one line. JSON that is not a message
+// object (a batch, say) is kindOther: the dispatcher answers it with the
+// error it answers everywhere.
+func classify(line []byte) (envelope, messageKind) {
+	var m envelope
+	if err := json.Unmarshal(line, &m); err != nil {
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) {
+			return envelope{}, kindInvalid
+		}
+		return envelope{}, kindOther
+	}
+	hasID := len(m.ID) > 0 && string(m.ID) != "null"
+	switch {
+	case m.Method != "" && hasID:
+		return m, kindRequest
+	case m.Method == "" && hasID && (m.Result != nil || m.Error != nil):
+		return m, kindResponse
+	}
+	return m, kindOther
+}
+
+// dispatch routes one line: a parse error is answered here, an answer to
+// an elicitation of the bridge goes to the call waiting for it, a request
+// is served on its own goroutine once a slot is free, and anything else
+// is handed to the dispatcher in order. It reports false when ctx ended
+// while it waited for a slot.
+func (t *stdioTransport) dispatch(ctx context.Context, line []byte) bool {
+	m, kind := classify(line)
+	if kind == kindInvalid {
+		t.write(mcpgo.JSONRPCError{JSONRPC: mcpgo.JSONRPC_VERSION, ID: mcpgo.NewRequestId(nil),
+			Error: mcpgo.NewJSONRPCErrorDetails(mcpgo.PARSE_ERROR, "Parse error", nil)})
+		return true
+	}
+	// mcp-go's own stdio server routes by id whatever the method: so does
+	// this one, so that a client sees the same answers.
+	if (m.Result != nil || m.Error != nil) && t.sess.answer(line) {
+		return true
+	}
+	if kind != kindRequest {
+		if resp := t.handle(ctx, line); resp != nil {
+			t.write(resp)
+		}
+		return true
+	}
+	select {
+	case t.slots <- struct{}{}:
+	case <-ctx.Done():
+		return false
+	}
+	if !t.calls.add() {
+		<-t.slots
+		return false
+	}
+	go func() {
+		defer t.calls.done()
+		sl := &slot{slots: t.slots, held: true}
+		defer sl.release()
+		if resp := t.handle(context.WithValue(ctx, slotKey{}, sl), line); resp != nil {
+			t.write(resp)
+		}
+	}()
+	return true
+}
+
+// handle runs the dispatcher, turning a panic into an internal error
+// response as mcp-go's own stdio server does.
+func (t *stdioTransport) handle(ctx context.Context, line []byte) (resp mcpgo.JSONRPCMessage) {
+	defer func() {
+		if r := recover(); r != nil {
+			t.log.Error("mcp bridge: panic while handling a message", "panic", r)
+			var m struct {
+				ID any `json:"id"`
+			}
+			_ = json.Unmarshal(line, &m)
+			if m.ID != nil {
+				resp = mcpgo.JSONRPCError{JSONRPC: mcpgo.JSONRPC_VERSION, ID: mcpgo.NewRequestId(m.ID),
+					Error: mcpgo.NewJSONRPCErrorDetails(mcpgo.INTERNAL_ERROR, fmt.Sprintf("internal panic: %v", r), nil)}
+			}
+		}
+	}()
+	return t.srv.HandleMessage(ctx, line)
+}
+
+// write encodes msg as one line and writes it.
+func (t *stdioTransport) write(msg mcpgo.JSONRPCMessage) {
+	buf := responseBuffers.Get().(*[]byte)
+	line, err := appendMessage((*buf)[:0], msg)
+	if err != nil {
+		t.log.Error("mcp bridge: a response cannot be encoded", "err", err)
+		responseBuffers.Put(buf)
+		return
+	}
+	*buf = line
+	if err := t.out.send(line); err != nil {
+		// The output goroutine may still hold the buffer: not reused.
+		return
+	}
+	if cap(line) <= maxPooledResponse {
+		responseBuffers.Put(buf)
+	}
+}
+
+// notify writes the notifications mcp-go queues for the session (such as
+// notifications/tools/list_changed) until ctx ends.
+func (t *stdioTransport) notify(ctx context.Context) {
+	for {
+		select {
+		case n := <-t.sess.notifications:
+			t.write(n)
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// slotKey keys the request's slot in its context.
+type slotKey struct{}
+
+// slot is one request's place among the maxRequests served at once.
+type slot struct {
+	mu    sync.Mutex
+	slots chan struct{}
+	held  bool
+}
+
+func (s *slot) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held {
+		<-s.slots
+		s.held = false
+	}
+}
+
+func (s *slot) reacquire() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.held {
+		s.slots <- struct{}{}
+		s.held = true
+	}
+}
+
+// stdioSession is what mcp-go keeps of a stdio client (whether it
+// initialized, its name, capabilities and protocol revision) and the
+// bridge's elicitation requests waiting for its answers.
+type stdioSession struct {
+	out           *gatedOutput
+	notifications chan mcpgo.JSONRPCNotification
+	initialized   atomic.Bool
+	info          atomic.Value // mcpgo.Implementation
+	caps          atomic.Value // mcpgo.ClientCapabilities
+	version       atomic.Value // string
+	level         atomic.Value // mcpgo.LoggingLevel
+	nextID        atomic.Int64
+
+	mu      sync.Mutex
+	pending map[int64]chan elicitAnswer
+	ended   bool // the input is over: no answer can come
+}
+
+type elicitAnswer struct {
+	result *mcpgo.ElicitationResult
+	err    error
+}
+
+var (
+	_ mcpserver.ClientSession              = (*stdioSession)(nil)
+	_ mcpserver.SessionWithClientInfo      = (*stdioSession)(nil)
+	_ mcpserver.SessionWithElicitation     = (*stdioSession)(nil)
+	_ mcpserver.SessionWithLogging         = (*stdioSession)(nil)
+	_ mcpserver.SessionWithProtocolVersion = (*stdioSession)(nil)
+)
+
+func (s *stdioSession) SessionID() string { return "stdio" }
+
+func (s *stdioSession) NotificationChannel() chan<- mcpgo.JSONRPCNotification {
+	return s.notifications
+}
+
+func (s *stdioSession) Initialize()       { s.initialized.Store(true) }
+func (s *stdioSession) Initialized() bool { return s.initialized.Load() }
+
+func (s *stdioSession) GetClientInfo() mcpgo.Implementation {
+	v, _ := s.info.Load().(mcpgo.Implementation)
+	return v
+}
+
+func (s *stdioSession) SetClientInfo(info mcpgo.Implementation) { s.info.Store(info) }
+
+func (s *stdioSession) GetClientCapabilities() mcpgo.ClientCapabilities {
+	v, _ := s.caps.Load().(mcpgo.ClientCapabilities)
+	return v
+}
+
+func (s *stdioSession) SetClientCapabilities(c mcpgo.ClientCapabilities) { s.caps.Store(c) }
+
+func (s *stdioSession) ProtocolVersion() string {
+	v, _ := s.version.Load().(string)
+	return v
+}
+
+func (s *stdioSession) SetProtocolVersion(v string) { s.version.Store(v) }
+
+func (s *stdioSession) SetLogLevel(l mcpgo.LoggingLevel) { s.level.Store(l) }
+
+func (s *stdioSession) GetLogLevel() mcpgo.LoggingLevel {
+	if v, ok := s.level.Load().(mcpgo.LoggingLevel); ok {
+		return v
+	}
+	return mcpgo.LoggingLevelError
+}
+
+// RequestElicitation asks the client (elicitation/create) and waits for
+// its answer, ctx, or the end of the client's input. While it waits, the
+// request gives back its slot.
+func (s *stdioSession) RequestElicitation(ctx context.Context, req mcpgo.ElicitationRequest) (*mcpgo.ElicitationResult, error) {
+	id := s.nextID.Add(1)
+	ch := make(chan elicitAnswer, 1)
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		return nil, errInputEnded
+	}
+	s.pending[id] = ch
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.pending, id)
+		s.mu.Unlock()
+	}()
+	raw, err := json.Marshal(struct {
+		JSONRPC string                  `json:"jsonrpc"`
+		ID      int64                   `json:"id"`
+		Method  string                  `json:"method"`
+		Params  mcpgo.ElicitationParams `json:"params"`
+	}{mcpgo.JSONRPC_VERSION, id, string(mcpgo.MethodElicitationCreate), req.Params})
+	if err != nil {
+		return nil, fmt.Errorf("failed to marshal elicitation request: %w", err)
+	}
+	if err := s.out.send(append(raw, '\n')); err != nil {
+		return nil, fmt.Errorf("failed to write elicitation request: %w", err)
+	}
+	if sl, ok := ctx.Value(slotKey{}).(*slot); ok {
+		sl.release()
+		defer sl.reacquire()
+	}
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case a := <-ch:
+		return a.result, a.err
+	}
+}
+
+// answer delivers a client's answer to the elicitation it answers, and
+// reports whether there was one waiting.
+func (s *stdioSession) answer(line []byte) bool {
+	var m struct {
+		ID     json.Number     `json:"id"`
+		Result json.RawMessage `json:"result,omitempty"`
+		Error  *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error,omitempty"`
+	}
+	if json.Unmarshal(line, &m) != nil || (m.Result == nil && m.Error == nil) {
+		return false
+	}
+	id, err := m.ID.Int64()
+	if err != nil {
+		return false
+	}
+	s.mu.Lock()
+	ch := s.pending[id]
+	s.mu.Unlock()
+	if ch == nil {
+		return false
+	}
+	var a elicitAnswer
+	if m.Error != nil {
+		a.err = fmt.Errorf("elicitation request failed: %s", m.Error.Message)
+	} else {
+		var r mcpgo.ElicitationResult
+		if err := json.Unmarshal(m.Result, &r); err != nil {
+			a.err = fmt.Errorf("failed to unmarshal elicitation response: %w", err)
+		} else {
+			a.result = &r
+		}
+	}
+	select {
+	case ch <- a:
+	default: // answered twice: the first answer stands
+	}
+	return true
+}
+
+// endInput fails the elicitations waiting for an answer, and those asked
+// later: the client's input is over.
+func (s *stdioSession) endInput() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ended = true
+	for _, ch := range s.pending {
+		select {
+		case ch <- elicitAnswer{err: errInputEnded}:
+		default:
+		}
+	}
+}
+
+// gatedOutput serialises the writes to the client's output on one
+// goroutine, so that a write blocked on a client that stopped reading can be
+// abandoned: after close, pending and later writes fail at once with
+// errOutputClosed. A write already handed to the underlying writer is left
+// to finish (or to fail when the output is closed), on that goroutine only.
+type gatedOutput struct {
+	reqs   chan gatedWrite
+	closed chan struct{}
+	once   sync.Once
+}
+
+type gatedWrite struct {
+	p    []byte
+	done chan error
+}
+
+func newGatedOutput(w io.Writer) *gatedOutput {
+	g := &gatedOutput{reqs: make(chan gatedWrite), closed: make(chan struct{})}
+	go func() {
+		for {
+			select {
+			case req := <-g.reqs:
+				_, err := w.Write(req.p)
+				req.done <- err
+			case <-g.closed:
+				return
+			}
+		}
+	}()
+	return g
+}
+
+// send hands p to the output goroutine and waits until it is written or
+// the output is closed. p must not change until send returns, nor after it
+// returns errOutputClosed (the output goroutine may still be writing it).
+func (g *gatedOutput) send(p []byte) error {
+	req := gatedWrite{p: p, done: make(chan error, 1)}
+	select {
+	case g.reqs <- req:
+	case <-g.closed:
+		return errOutputClosed
+	}
+	select {
+	case err := <-req.done:
+		return err
+	case <-g.closed:
+		return errOutputClosed
+	}
+}
+
+// close makes every pending and later send fail with errOutputClosed.
+func (g *gatedOutput) close() { g.once.Do(func() { close(g.closed) }) }
+
+// inflight counts the requests being served. Once closed, it takes no
+// more.
+type inflight struct {
+	mu      sync.Mutex
+	pending int
+	closed  bool
+	idle    chan struct{} // closed when pending drops to 0; nil while 0
+}
+
+// add counts one more request, or reports false once closed.
+func (f *inflight) add() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return false
+	}
+	if f.pending == 0 {
+		f.idle = make(chan struct{})
+	}
+	f.pending++
+	return true
+}
+
+func (f *inflight) done() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.pending == 0 {
+		return
+	}
+	f.pending--
+	if f.pending == 0 {
+		close(f.idle)
+		f.idle = nil
+	}
+}
+
+// wait returns when nothing is pending, ctx is done or max has passed.
+func (f *inflight) wait(ctx context.Context, max time.Duration) {
+	f.mu.Lock()
+	idle := f.idle
+	f.mu.Unlock()
+	if idle == nil {
+		return
+	}
+	t := time.NewTimer(max)
+	defer t.Stop()
+	select {
+	case <-idle:
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// close takes no more requests and waits up to max for those under way;
+// it reports whether they all ended.
+func (f *inflight) close(max time.Duration) bool {
+	f.mu.Lock()
+	f.closed = true
+	idle := f.idle
+	f.mu.Unlock()
+	if idle == nil {
+		return true
+	}
+	t := time.NewTimer(max)
+	defer t.Stop()
+	select {
+	case <-idle:
+		return true
+	case <-t.C:
+		return false
+	}
+}
