@@ -60,7 +60,7 @@ func only(v, want any) string {
 	if v == want {
 		return ""
 	}
-	return fmt.Sprintf("may only be %v here", want)
+	return fmt.Sprintf("may only be %v", want)
 }
 
 func subsetOf(allowed []string) func(v any) string {

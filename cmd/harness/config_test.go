@@ -62,7 +62,11 @@ func TestConfigCheck(t *testing.T) {
 			func(d string) []string { return []string{"config", "check", "--root", filepath.Join(d, "root")} }, exitOK},
 		{"problems", map[string]string{"root/.harness/config.yaml": bad}, nil,
 			func(d string) []string { return []string{"config", "check", "--root", filepath.Join(d, "root")} }, exitUsage},
-		{"audit-inside-root", map[string]string{"root/.harness/config.yaml": "harness:\n  audit: {path: $TMP/root/audit.jsonl}\n"}, nil,
+		{"audit-inside-root", map[string]string{"c.yaml": "harness:\n  audit: {path: $TMP/root/audit.jsonl}\n"}, nil,
+			func(d string) []string {
+				return []string{"config", "check", "--config", filepath.Join(d, "c.yaml"), "--root", filepath.Join(d, "root")}
+			}, exitUsage},
+		{"workspace-file-loosens", map[string]string{"root/.harness/config.yaml": "harness:\n  workspace: {sandbox: \"off\"}\n"}, nil,
 			func(d string) []string { return []string{"config", "check", "--root", filepath.Join(d, "root")} }, exitUsage},
 		{"missing-file", nil, nil,
 			func(d string) []string { return []string{"config", "check", "--config", filepath.Join(d, "nope.yaml")} }, exitUsage},

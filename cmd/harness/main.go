@@ -49,6 +49,12 @@ func main() {
 }
 
 func dispatch(ctx context.Context, args []string, s stdio) int {
+	args, format, ok := takeLogFormat(args)
+	if !ok {
+		fmt.Fprintln(s.err, "harness: --log-format takes text or json")
+		return exitUsage
+	}
+	logFormat = format
 	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
 		args = []string{"version"}
 	}

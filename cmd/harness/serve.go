@@ -87,7 +87,7 @@ func serveCmd(ctx context.Context, args []string, s stdio) int {
 		return exitUsage
 	}
 	defer e.Close()
-	access := slog.New(slog.NewJSONHandler(s.err, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	access := newLogger(s.err, slog.LevelInfo)
 	keys, err := trusted.NewKeys(cfg.Harness.Auth.Keys)
 	if err != nil {
 		fmt.Fprintf(s.err, "harness serve: %v\n", err)

@@ -62,7 +62,7 @@ type setupOptions struct {
 // setup builds the whole pipeline of a resolved configuration (package
 // pipeline, the one assembly every entry point uses).
 func setup(ctx context.Context, cfg *config.Config, s stdio, so ...setupOptions) (*env, error) {
-	logger := slog.New(slog.NewTextHandler(s.err, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := newLogger(s.err, slog.LevelWarn)
 	var o setupOptions
 	if len(so) > 0 {
 		o = so[0]
