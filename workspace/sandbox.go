@@ -239,7 +239,10 @@ func parseHelperArgs(args []string) (sandboxPolicy, string, []string, error) {
 			}
 			p.ROBinds = append(p.ROBinds, b)
 		case "--status-fd":
-			p.StatusFD, err = fd()
+			var n int
+			if n, err = fd(); err == nil {
+				p.StatusFD = n // a refused descriptor is never kept: it may be stdout
+			}
 		case "--":
 			rest := args[i+1:]
 			if len(rest) < 2 {
@@ -314,7 +317,7 @@ func SandboxMain(args []string) int {
 // stderr and returns the helper's failure status.
 func reportHelperFailure(statusFD int, err error) int {
 	msg := "harness sandbox: " + err.Error()
-	if statusFD > 0 {
+	if statusFD >= 3 { // never stdin, stdout or stderr, whatever was asked
 		f := os.NewFile(uintptr(statusFD), "status")
 		_, _ = f.WriteString(msg)
 		_ = f.Close()

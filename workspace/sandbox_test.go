@@ -52,3 +52,14 @@ func TestSandboxMainRefusesBadArguments(t *testing.T) {
 		}
 	}
 }
+
+// A refused --status-fd (0, 1, 2) is never written to or closed: the
+// helper's stdout and stderr stay open.
+func TestHelperNeverUsesAStandardDescriptorForStatus(t *testing.T) {
+	for _, fd := range []string{"0", "1", "2"} {
+		p, _, _, err := parseHelperArgs([]string{"--status-fd", fd, "--", "/usr/bin/true", "true"})
+		if err == nil || p.StatusFD != 0 {
+			t.Fatalf("--status-fd %s: policy fd %d, err %v", fd, p.StatusFD, err)
+		}
+	}
+}
