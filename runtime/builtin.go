@@ -65,7 +65,11 @@ func (h *Harness) Register(spec Spec, fn BuiltinFunc) error {
 // RegisterFunc adds a typed builtin action. The input is decoded from JSON
 // into In (after schema validation) and the result encoded from Out; Out
 // must encode to a JSON object (a struct or a map). When spec.Input is
-// empty the schema is derived from In with schema.FromType.
+// empty the schema is derived from In with schema.FromType: property names
+// from `json` tags, descriptions and constraints from
+// `jsonschema:"description=…,minLength=1"` tags (the older `desc:"…"` tag
+// still gives a description). A tag key FromType does not know is an
+// error, and nothing is registered.
 func RegisterFunc[In, Out any](h *Harness, spec Spec, fn func(ctx context.Context, in In) (Out, error)) error {
 	if fn == nil {
 		return fmt.Errorf("register %s: nil function", spec.Name)

@@ -11,10 +11,29 @@ import (
 // pointer to one), as encoding/json would decode them.
 //
 // Field names follow `json` tags. A field is required unless its tag says
-// omitempty or its type is a pointer. A `desc:"…"` tag becomes the
-// property's description. Supported kinds: bool, integers, floats, string,
-// slices and arrays, maps with string keys, structs, and interfaces (any
-// JSON value). Channels, functions and complex numbers are refused.
+// omitempty or its type is a pointer. Supported kinds: bool, integers,
+// floats, string, slices and arrays, maps with string keys, structs, and
+// interfaces (any JSON value). Channels, functions and complex numbers are
+// refused.
+//
+// A `jsonschema` tag describes and constrains the property, in the
+// convention of github.com/invopop/jsonschema: comma-separated items,
+// `key=value` or a bare flag, and a comma inside a value escaped with a
+// backslash (written `\\,` in Go source, since the tag's value is a
+// quoted string):
+//
+//	Path string `json:"path" jsonschema:"description=file to read\\, relative to the root,minLength=1"`
+//
+// Keys: description, title, format, pattern, enum (repeated, one value
+// each), default, minimum, maximum, exclusiveMinimum, exclusiveMaximum,
+// minLength, maxLength, minItems, maxItems, and the flag required (the
+// property is required even with omitempty). On a slice, enum, pattern,
+// format, minLength and maxLength constrain its items. Values are read as
+// the property's type (enum=3 on an int is the number 3). `jsonschema:"-"`
+// leaves the field out of the schema (an input that sets it is then
+// refused). Any other key is an error, so that a constraint the author
+// wrote is never silently dropped. The older `desc:"…"` tag still gives a
+// description when the jsonschema tag gives none.
 func FromType(t reflect.Type) (json.RawMessage, error) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -78,7 +97,7 @@ func typeSchema(t reflect.Type, depth int) (map[string]any, error) {
 				continue
 			}
 			name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if name == "-" && opts == "" {
+			if name == "-" && opts == "" || f.Tag.Get("jsonschema") == "-" {
 				continue
 			}
 			if name == "" {
@@ -88,11 +107,21 @@ func typeSchema(t reflect.Type, depth int) (map[string]any, error) {
 			if err != nil {
 				return nil, fmt.Errorf("field %s: %w", f.Name, err)
 			}
-			if d := f.Tag.Get("desc"); d != "" {
+			tag, ok := f.Tag.Lookup("jsonschema")
+			if !ok && strings.Contains(string(f.Tag), `jsonschema:"`) {
+				// reflect gives nothing for a value it cannot unquote
+				// (`\,` instead of `\\,`): refuse rather than lose it.
+				return nil, fmt.Errorf("field %s: jsonschema tag is not a valid quoted string (escape a comma as \\\\, in Go source)", f.Name)
+			}
+			forced, err := applyTag(ps, f.Type, tag)
+			if err != nil {
+				return nil, fmt.Errorf("field %s: jsonschema tag: %w", f.Name, err)
+			}
+			if d := f.Tag.Get("desc"); d != "" && ps["description"] == nil {
 				ps["description"] = d
 			}
 			props[name] = ps
-			if !strings.Contains(opts, "omitempty") && f.Type.Kind() != reflect.Pointer {
+			if forced || !strings.Contains(opts, "omitempty") && f.Type.Kind() != reflect.Pointer {
 				required = append(required, name)
 			}
 		}
