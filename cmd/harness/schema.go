@@ -13,21 +13,29 @@ import (
 )
 
 func init() {
-	commands["schema"] = command{summary: "list the action schema registry, or show one action's schema", run: schemaCmd}
+	commands["schema"] = command{summary: "list the action schema registry, show one action's schema, or export the actions as a model API's tool definitions", run: schemaCmd}
 }
 
 func schemaCmd(ctx context.Context, args []string, s stdio) int {
-	fs := newFlags("schema", "harness schema list [--json] | harness schema show ACTION [--config F]", s.err)
+	fs := newFlags("schema", "harness schema list [--json] | show ACTION | export --format mcp|openai|anthropic [--config F]", s.err)
 	configPath := fs.String("config", "", "configuration file (YAML)")
 	asJSON := fs.Bool("json", false, "list as JSON")
+	format := fs.String("format", "", "export: the tool definition format (mcp, openai or anthropic)")
 	pos, err := parseInterspersed(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
-	if err != nil || len(pos) == 0 || (pos[0] == "list" && len(pos) != 1) || (pos[0] == "show" && len(pos) != 2) ||
-		(pos[0] != "list" && pos[0] != "show") {
+	want := map[string]int{"list": 1, "show": 2, "export": 1}
+	if err != nil || len(pos) == 0 || want[pos[0]] != len(pos) {
 		fs.Usage()
 		return exitUsage
+	}
+	var tf schema.Format
+	if pos[0] == "export" {
+		if tf, err = schema.ParseFormat(*format); err != nil {
+			fmt.Fprintf(s.err, "harness schema export: --format: %v\n", err)
+			return exitUsage
+		}
 	}
 	cfg, err := loadConfig(*configPath, "")
 	if err != nil {
@@ -40,6 +48,16 @@ func schemaCmd(ctx context.Context, args []string, s stdio) int {
 		return exitUsage
 	}
 	defer done()
+	if pos[0] == "export" {
+		tools, err := reg.Export(tf, schema.ExportOptions{Omit: notOffered(cfg)})
+		if err != nil {
+			fmt.Fprintf(s.err, "harness schema export: %v\n", err)
+			return exitActionError
+		}
+		b, _ := json.MarshalIndent(tools, "", "  ")
+		fmt.Fprintf(s.out, "%s\n", b)
+		return exitOK
+	}
 	if pos[0] == "show" {
 		sc, ok := reg.Lookup(pos[1])
 		if !ok {
@@ -81,4 +99,15 @@ func registryFor(ctx context.Context, cfg *config.Config, s stdio) (*schema.Regi
 		return nil, nil, err
 	}
 	return e.H.Registry(), func() { e.Close() }, nil
+}
+
+// notOffered are the actions a model is not given as tools: the disabled
+// ones, and mcp_call when no MCP server is configured (it could only be
+// refused).
+func notOffered(cfg *config.Config) []string {
+	out := append([]string(nil), cfg.Harness.DisabledActions...)
+	if len(cfg.Harness.MCP.Servers) == 0 {
+		out = append(out, "mcp_call")
+	}
+	return out
 }
