@@ -55,12 +55,15 @@ tools:
 	fi
 	@command -v node >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm; }
 
-# The npm packages of the MCP interoperability tests (Go modules come
-# through the module proxy as the build needs them).
+# The npm packages of the MCP interoperability tests and of the generated
+# TypeScript client of the HTTP API (Go modules come through the module
+# proxy as the build needs them).
 deps: tools
-	@if [ -f mcp/testdata/node/package.json ]; then \
-	  npm ci --prefix mcp/testdata/node --no-audit --no-fund --loglevel=error; \
-	fi
+	@for d in mcp/testdata/node trusted/testdata/node; do \
+	  if [ -f $$d/package.json ]; then \
+	    npm ci --prefix $$d --no-audit --no-fund --loglevel=error || exit 1; \
+	  fi; \
+	done
 
 test: deps
 	$(GO) vet $(PKGS)

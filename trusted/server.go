@@ -3,7 +3,6 @@ package trusted
 import (
 	"bytes"
 	"context"
-	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -76,6 +75,7 @@ type Server struct {
 	log      *slog.Logger
 	mux      *http.ServeMux
 	routes   []Route
+	openapi  openAPICache
 }
 
 // Route is one served method and path pattern.
@@ -83,12 +83,6 @@ type Route struct {
 	Method  string
 	Pattern string
 }
-
-//go:embed openapi.json
-var openAPI []byte
-
-// OpenAPI returns the OpenAPI 3.1 document of the API.
-func OpenAPI() []byte { return bytes.Clone(openAPI) }
 
 // NewServer returns the API handler.
 func NewServer(opts ServerOptions) (*Server, error) {
@@ -121,10 +115,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	s.handle("GET", "/healthz", "", false, public(s.getHealth))
 	s.handle("GET", "/readyz", "", false, public(s.getReady))
 	s.handle("GET", "/metrics", "", false, public(s.metrics.Handler().ServeHTTP))
-	s.handle("GET", "/openapi.json", "", false, public(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(openAPI)
-	}))
+	s.handle("GET", "/openapi.json", "", false, public(s.getOpenAPI))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, string(action.CodeNotFound), "no such route")
 	})
@@ -457,6 +448,18 @@ func (s *Server) getSchema(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, sc)
+}
+
+// getOpenAPI serves the document of the actions registered now.
+func (s *Server) getOpenAPI(w http.ResponseWriter, r *http.Request) {
+	doc, err := s.openapi.get(s.svc.Harness().Registry())
+	if err != nil {
+		s.log.Error("http: openapi document", "err", err)
+		writeError(w, http.StatusInternalServerError, string(action.CodeInternal), "internal error")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(doc)
 }
 
 func (s *Server) getHealth(w http.ResponseWriter, r *http.Request) {
