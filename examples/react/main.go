@@ -4,27 +4,31 @@
 // the root, and propose and apply a patch without trust, printing every
 // step's action and observation.
 //
-// It shows the library's main use: an agent loop calls Harness.Execute with
-// whatever the model proposes and feeds the observation back, whatever
-// happened. Nothing the model sends can make an action trusted.
+// It shows the library's main use: an agent loop gives the model the
+// registered actions as tool definitions (Registry.Export), calls
+// Harness.Execute with whatever the model proposes and feeds the
+// observation back, whatever happened. Nothing the model sends can make an
+// action trusted.
 package main
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/harness-runtime/harness/pipeline"
 	"io"
 	"log"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/harness-runtime/harness/action"
 	"github.com/harness-runtime/harness/audit"
 	"github.com/harness-runtime/harness/config"
+	"github.com/harness-runtime/harness/pipeline"
 	"github.com/harness-runtime/harness/runtime"
 	"github.com/harness-runtime/harness/sanitize"
+	"github.com/harness-runtime/harness/schema"
 )
 
 // step is one turn of the scripted model: a thought and the action it
@@ -36,16 +40,39 @@ type step struct {
 	finish  string
 }
 
-// scriptedModel stands in for an LLM. A real loop would send the history
-// (including the last observation) to a model and parse its tool call.
+// scriptedModel stands in for an LLM. A real loop would send the tool
+// definitions, the history and the last observation to a model API and
+// parse its tool call; like such an API, the scripted model only calls
+// tools it was given.
 type scriptedModel struct {
+	tools []string // the names in the "tools" field of the request
 	steps []step
 	next  int
+}
+
+// offer is the request's "tools" field: the registry's export in the
+// model API's own format, sent as it is.
+func (m *scriptedModel) offer(defs json.RawMessage) error {
+	var tools []struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(defs, &tools); err != nil {
+		return err
+	}
+	for _, t := range tools {
+		m.tools = append(m.tools, t.Function.Name)
+	}
+	return nil
 }
 
 func (m *scriptedModel) propose(_ action.Observation) step {
 	s := m.steps[m.next]
 	m.next++
+	if s.finish == "" && !slices.Contains(m.tools, s.action) {
+		panic("the scripted model called a tool it was not given: " + s.action)
+	}
 	return s
 }
 
@@ -137,7 +164,22 @@ func run(ctx context.Context, out io.Writer, dir string) error {
 		{finish: "I proposed removing the stale TODO; applying it needs a person's approval through preview/execute."},
 	}}
 
-	fmt.Fprintf(out, "Workspace: %s\n\n", root)
+	// The model is given the registered actions as OpenAI function tools
+	// (schema.FormatAnthropic and schema.FormatMCP are the others). No MCP
+	// server is configured here, so mcp_call is not offered.
+	tools, err := h.Registry().Export(schema.FormatOpenAI, schema.ExportOptions{Omit: []string{"mcp_call"}})
+	if err != nil {
+		return err
+	}
+	defs, err := json.Marshal(tools)
+	if err != nil {
+		return err
+	}
+	if err := model.offer(defs); err != nil {
+		return err
+	}
+
+	fmt.Fprintf(out, "Workspace: %s\nTools offered to the model: %s\n\n", root, strings.Join(tools.Names(), ", "))
 	var last action.Observation
 	for i := 1; ; i++ {
 		s := model.propose(last)
@@ -145,10 +187,16 @@ func run(ctx context.Context, out io.Writer, dir string) error {
 			fmt.Fprintf(out, "Final answer: %s\n", s.finish)
 			break
 		}
-		// The loop builds the Action from the model's tool call and never
-		// copies a "trusted" claim from it: trust comes only from a person
-		// or a policy, through preview/execute or auto-approval.
-		a := action.Action{Name: s.action, Input: s.input, SessionID: "demo", TaskID: "greeter-cleanup", StepID: fmt.Sprint(i)}
+		// The loop builds the Action from the model's tool call (the tool
+		// names the action; tools.ActionName maps back names an API had
+		// to change) and never copies a "trusted" claim from it: trust
+		// comes only from a person or a policy, through preview/execute
+		// or auto-approval.
+		name, ok := tools.ActionName(s.action)
+		if !ok {
+			return fmt.Errorf("the model called %s, which it was not given", s.action)
+		}
+		a := action.Action{Name: name, Input: s.input, SessionID: "demo", TaskID: "greeter-cleanup", StepID: fmt.Sprint(i)}
 		last = h.Execute(runtime.WithPrincipal(ctx, "react-example"), a)
 		fmt.Fprintf(out, "Step %d\n  Thought: %s\n  Action: %s %s\n  Observation: %s\n\n", i, s.thought, a.Name, compact(a.Input), render(last))
 	}

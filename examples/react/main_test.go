@@ -8,8 +8,10 @@ import (
 )
 
 // TestReActLoop runs the example end to end and checks what a reader of
-// its output is promised: reads work, the escape and the untrusted write
-// are refused with their codes, the proposal is a diff, the audit chain holds.
+// its output is promised: the model is offered the registry's tools (no
+// mcp_call without an MCP server), reads work, the escape and the untrusted
+// write are refused with their codes, the proposal is a diff, the audit
+// chain holds.
 func TestReActLoop(t *testing.T) {
 	var out bytes.Buffer
 	if err := run(context.Background(), &out, t.TempDir()); err != nil {
@@ -17,6 +19,7 @@ func TestReActLoop(t *testing.T) {
 	}
 	got := out.String()
 	for _, want := range []string{
+		"Tools offered to the model: workspace_apply_patch, workspace_list_files, workspace_propose_patch, workspace_read_file, workspace_run_shell, workspace_search_text\n",
 		"greet.go:4: // TODO: greet in more languages.",
 		"blocked (path_outside_root, from workspace)",
 		"blocked (trust_required, from policy)",
