@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -288,4 +289,46 @@ func openAPINodeDir(t *testing.T) string {
 		t.Skip("node is not installed")
 	}
 	return dir
+}
+
+// TestOpenAPIWhileActionsAreRegistered serves the document to concurrent
+// readers while actions are registered (as an MCP server's tools are, in
+// the background); run with -race.
+func TestOpenAPIWhileActionsAreRegistered(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				resp, err := http.Get(f.URL + "/openapi.json")
+				if err != nil {
+					errs <- err
+					return
+				}
+				var doc openAPIDoc
+				err = json.NewDecoder(resp.Body).Decode(&doc)
+				resp.Body.Close()
+				if err != nil || doc.Components.Schemas["Input_echo"] == nil {
+					errs <- fmt.Errorf("bad document: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	for i := range 20 {
+		require.NoError(t, f.Harness.Register(runtime.Spec{Name: fmt.Sprintf("late_%d", i)},
+			func(context.Context, map[string]any) (map[string]any, error) { return nil, nil }))
+	}
+	close(done)
+	for range 4 {
+		require.NoError(t, <-errs)
+	}
+	require.Contains(t, string(servedOpenAPI(t, f)), `"Input_late_19"`)
 }
