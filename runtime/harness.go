@@ -173,12 +173,15 @@ func (h *Harness) Execute(ctx context.Context, a action.Action) (obs action.Obse
 	if !d.Plain() {
 		obs.Decision = d.Info()
 	}
-	// A trusted action runs only after a durable record that it is about
-	// to run (fail closed). Its outcome is recorded durably too when it can
-	// have changed something; a read's outcome goes to the log without an
-	// fsync of its own (the next durable record or the OS flushes it).
-	durable := sc != nil && sc.Trusted
-	durableOutcome := durable && sc.Risk != schema.RiskRead
+	// A trusted action runs only after the record that it is about to run
+	// is in the log (fail closed). When it can change something (a write,
+	// a command, a call out) that record is on stable storage first, and so
+	// is its outcome. A read's records are handed to the operating system
+	// without an fsync of their own (the next durable record or the OS
+	// flushes them): a crash may lose the record of a read, which changed
+	// nothing, never that of a change.
+	recorded := sc != nil && sc.Trusted
+	durable := recorded && sc.Risk != schema.RiskRead
 
 	if d.Outcome == policy.Ask {
 		obs = h.ask(ctx, a, sc, d, obs)
@@ -206,7 +209,7 @@ func (h *Harness) Execute(ctx context.Context, a action.Action) (obs action.Obse
 		ev.emit(ahp.PostAction, &obs, false)
 		return obs
 	}
-	if err := ev.emit(ahp.PreAction, nil, durable); err != nil && durable {
+	if err := ev.emit(ahp.PreAction, nil, durable); err != nil && recorded {
 		obs = h.fail(id, a.Name, action.SourceHarness, action.Errorf(action.CodeInternal, "the audit log cannot record this trusted action, so it does not run: %v", err))
 		obs.LatencyMS = ms(time.Since(start))
 		ev.emit(ahp.Error, &obs, false)
@@ -230,7 +233,7 @@ func (h *Harness) Execute(ctx context.Context, a action.Action) (obs action.Obse
 		obs.Status, obs.Payload = action.StatusOK, payload
 	}
 	obs.LatencyMS = ms(time.Since(start))
-	ev.emit(ahp.PostAction, &obs, durableOutcome)
+	ev.emit(ahp.PostAction, &obs, durable)
 	if obs.Status == action.StatusError {
 		ev.emit(ahp.Error, &obs, false)
 	}

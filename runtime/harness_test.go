@@ -330,7 +330,7 @@ func TestAuditDurability(t *testing.T) {
 		wantPre, wantPost bool
 	}{
 		{"untrusted builtin", action.Action{Name: "noop"}, false, false},
-		{"trusted read", action.Action{Name: "workspace_read_file", Input: map[string]any{"path": "a"}, Trusted: true}, true, false},
+		{"trusted read", action.Action{Name: "workspace_read_file", Input: map[string]any{"path": "a"}, Trusted: true}, false, false},
 		{"trusted write", action.Action{Name: "workspace_apply_patch", Input: map[string]any{"path": "a", "content": "x"}, Trusted: true}, true, true},
 		{"trusted exec", action.Action{Name: "workspace_run_shell", Input: map[string]any{"command": "pwd"}, Trusted: true}, true, true},
 	}

@@ -103,12 +103,16 @@ func BenchmarkStdioRead64KiB(b *testing.B) {
 }
 
 // BenchmarkInteropVsFilesystemServer runs ../testdata/node/bench.mjs: the
-// official TypeScript SDK client drives `harness mcp` (built from
-// ../../cmd/harness) and @modelcontextprotocol/server-filesystem on the same
-// files, and prints both sides' start-up, read and list numbers. Run it
-// with -benchtime=1x; BENCH_READS, BENCH_LISTS and BENCH_STARTS change the
-// counts (defaults 2000, 500, 20), BENCH_CONCURRENCY the calls kept in
-// flight (default 1).
+// official TypeScript SDK client drives a null server (the client's own
+// ceiling), @modelcontextprotocol/server-filesystem and `harness mcp`
+// (built from ../../cmd/harness) on the same files, servers taking turns,
+// and prints their start-up, read and list numbers side by side with each
+// one's server and client CPU per call, and the ratios of the targets.
+// Run it with -benchtime=1x; BENCH_READS, BENCH_LISTS, BENCH_STARTS and
+// BENCH_ROUNDS change the counts (defaults 2000, 500, 20, 10),
+// BENCH_CONCURRENCY the calls kept in flight (default 1), and
+// BENCH_BASELINE names another harness binary to measure beside this one
+// (a build of main, say).
 func BenchmarkInteropVsFilesystemServer(b *testing.B) {
 	dir := nodeDir(b)
 	bin := filepath.Join(b.TempDir(), "harness")
@@ -124,9 +128,13 @@ func BenchmarkInteropVsFilesystemServer(b *testing.B) {
 		return def
 	}
 	for i := 0; i < b.N; i++ {
-		cmd := exec.Command("node", filepath.Join(dir, "bench.mjs"), "--harness", bin,
+		args := []string{filepath.Join(dir, "bench.mjs"), "--harness", bin,
 			"--reads", arg("BENCH_READS", "2000"), "--lists", arg("BENCH_LISTS", "500"), "--starts", arg("BENCH_STARTS", "20"),
-			"--concurrency", arg("BENCH_CONCURRENCY", "1"))
+			"--rounds", arg("BENCH_ROUNDS", "10"), "--concurrency", arg("BENCH_CONCURRENCY", "1")}
+		if base := os.Getenv("BENCH_BASELINE"); base != "" {
+			args = append(args, "--baseline", base)
+		}
+		cmd := exec.Command("node", args...)
 		cmd.Dir = dir
 		cmd.Stderr = os.Stderr
 		out, err := cmd.Output()
@@ -134,13 +142,19 @@ func BenchmarkInteropVsFilesystemServer(b *testing.B) {
 			b.Fatalf("bench.mjs: %v", err)
 		}
 		var res struct {
-			Ratio map[string]float64 `json:"ratio"`
+			Ratio   map[string]float64 `json:"ratio"`
+			Harness map[string]struct {
+				ServerCPU float64 `json:"server_cpu_ms_per_op"`
+			} `json:"harness"`
 		}
 		if err := json.Unmarshal(out, &res); err != nil {
 			b.Fatalf("bench.mjs output: %v", err)
 		}
 		for k, v := range res.Ratio {
 			b.ReportMetric(v, k+"_x")
+		}
+		for _, k := range []string{"read", "list", "names"} {
+			b.ReportMetric(res.Harness[k].ServerCPU, k+"_server_cpu_ms/op")
 		}
 	}
 }

@@ -44,8 +44,11 @@ const DefaultPrincipal = "mcp"
 // trusted action is refused with trust_required and a message saying how to
 // allow it. Nothing a client sends marks an action trusted.
 //
-// A tool result carries the observation as structured content and its
-// Render text as text content; isError is set when the status is not ok.
+// A tool result carries the observation's Render text as text content and
+// the observation as structured content, less what the text carries whole
+// (a file's content, a listing's names and types: see InText), so that a
+// client parses it once; isError is set when the status is not ok. Every
+// client gets the same result, whatever it reads of it.
 type Server struct {
 	h         *runtime.Harness
 	srv       *mcpserver.MCPServer
@@ -91,7 +94,8 @@ func NewServer(h *runtime.Harness, cfg *config.Config, opts ...ServerOption) (*S
 		mcpserver.WithElicitation(),
 		mcpserver.WithRecovery(),
 		mcpserver.WithInstructions("Harness runs an agent's actions behind a policy guard. Paths are relative to the workspace root. "+
-			"Every result carries the observation (status, code, message, payload) as structured content."),
+			"Every result carries the observation (status, code, message, payload) as structured content; "+
+			"a payload field listed in the payload's in_text (a file's content, a listing's entries) is in the text block instead."),
 	)
 	s.disabled = map[string]bool{}
 	for _, n := range cfg.Harness.DisabledActions {
@@ -238,20 +242,36 @@ func (s *Server) blocked(a action.Action, d policy.Decision) action.Observation 
 	return action.Observation{Action: a.Name, Source: action.SourcePolicy, Status: d.Code.Status(), Code: d.Code, Message: d.Message, Decision: d.Info()}
 }
 
-// toolResult is the MCP form of an observation. The observation goes into
-// the result as a value, so that the transport encodes it once; a payload
-// that JSON cannot encode is replaced by an internal error first, so that
-// encoding the response never fails.
+// toolResult is the MCP form of an observation: its Render text as the
+// text block, and the observation as structured content, except for a
+// payload field that the text block already carries whole (see InText),
+// which is not sent twice. The observation goes into the result as a
+// value, so that the transport encodes it once; a payload that JSON cannot
+// encode is replaced by an internal error first, so that encoding the
+// response never fails.
 func toolResult(obs action.Observation) *mcpgo.CallToolResult {
 	if obs.Payload == nil {
 		obs.Payload = map[string]any{}
 	}
-	if !encodable(obs.Payload, 0) {
+	text := Render(obs)
+	structured := obs
+	if field := carriedByText(obs); field != "" {
+		p := make(map[string]any, len(obs.Payload))
+		for k, v := range obs.Payload {
+			if k != field {
+				p[k] = v
+			}
+		}
+		p[InText] = []string{field}
+		structured.Payload = p
+	}
+	if !encodable(structured.Payload, 0) {
 		obs = internalError(obs, errUnencodable)
+		structured, text = obs, Render(obs)
 	}
 	return &mcpgo.CallToolResult{
-		Content:           []mcpgo.Content{mcpgo.NewTextContent(Render(obs))},
-		StructuredContent: obs,
+		Content:           []mcpgo.Content{mcpgo.NewTextContent(text)},
+		StructuredContent: structured,
 		IsError:           obs.Status != action.StatusOK,
 	}
 }

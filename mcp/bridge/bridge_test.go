@@ -441,3 +441,64 @@ harness:
 		})
 	}
 }
+
+// TestToolResultSendsTextOnce: a payload field that the text block carries
+// whole (a file's text, a listing's names and types) is left out of the
+// structured content and named in in_text; everything the text does not
+// carry exactly stays.
+func TestToolResultSendsTextOnce(t *testing.T) {
+	ok := func(p map[string]any) action.Observation {
+		return action.Observation{Action: "x", Source: action.SourceWorkspace, Status: action.StatusOK, Payload: p}
+	}
+	entry := func(path, typ string, extra ...any) map[string]any {
+		e := map[string]any{"path": path, "name": path[strings.LastIndexByte(path, '/')+1:], "type": typ}
+		for i := 0; i+1 < len(extra); i += 2 {
+			e[extra[i].(string)] = extra[i+1]
+		}
+		return e
+	}
+	tests := []struct {
+		name   string
+		obs    action.Observation
+		inText string // the field left out, "" for none
+	}{
+		{"a file's text", ok(map[string]any{"path": "a.txt", "content": "hello\n", "size": 6, "sha256": "ab"}), "content"},
+		{"a truncated file's text", ok(map[string]any{"path": "a.txt", "content": "a\n", "truncated": true, "lines": 9, "size": 90}), "content"},
+		{"an empty file", ok(map[string]any{"path": "a.txt", "content": ""}), ""},
+		{"a binary file", ok(map[string]any{"path": "b.bin", "content": "", "binary": true, "size": 3}), ""},
+		{"names and types", ok(map[string]any{"path": ".", "entries": []any{entry("a.txt", "file"), entry("sub", "dir")}, "truncated": false}), "entries"},
+		{"names and types from Go", ok(map[string]any{"path": ".", "entries": []map[string]any{entry("sub/a.txt", "file")}}), "entries"},
+		{"with details", ok(map[string]any{"path": ".", "entries": []any{entry("a.txt", "file", "size", 1, "mod_time", "2026-01-01T00:00:00Z")}}), ""},
+		{"a symlink", ok(map[string]any{"path": ".", "entries": []any{entry("a.txt", "file"), entry("l", "symlink")}}), ""},
+		{"a name with a newline", ok(map[string]any{"path": ".", "entries": []any{entry("a\nb", "file")}}), ""},
+		{"a name that is not its path's last element", ok(map[string]any{"path": ".", "entries": []any{map[string]any{"path": "a", "name": "b", "type": "file"}}}), ""},
+		{"an empty listing", ok(map[string]any{"path": ".", "entries": []any{}}), ""},
+		{"search matches", ok(map[string]any{"query": "x", "matches": []any{map[string]any{"path": "a", "line": 1, "text": "x"}}}), ""},
+		{"a refusal", action.Observation{Status: action.StatusBlocked, Code: action.CodePathOutsideRoot, Message: "no",
+			Payload: map[string]any{"path": "a.txt", "content": "x"}}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := toolResult(tc.obs)
+			text := res.Content[0].(mcpgo.TextContent).Text
+			assert.Equal(t, Render(tc.obs), text, "the text block is the observation's text")
+			sc := res.StructuredContent.(action.Observation)
+			for k, v := range tc.obs.Payload {
+				if k == tc.inText {
+					assert.NotContains(t, sc.Payload, k, "sent in the text block only")
+					continue
+				}
+				assert.Equal(t, v, sc.Payload[k], "field %s kept", k)
+			}
+			if tc.inText == "" {
+				assert.NotContains(t, sc.Payload, InText)
+				return
+			}
+			assert.Equal(t, []string{tc.inText}, sc.Payload[InText])
+			assert.Contains(t, tc.obs.Payload, tc.inText, "the observation itself is not changed")
+			if tc.inText == "content" {
+				assert.True(t, strings.HasPrefix(text, tc.obs.Payload["content"].(string)))
+			}
+		})
+	}
+}

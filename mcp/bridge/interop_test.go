@@ -284,3 +284,33 @@ harness:
 	got, _ := os.ReadFile(filepath.Join(root, "a.txt"))
 	assert.Equal(t, "hello world\nsecond line\n", string(got))
 }
+
+// TestSDKClientGetsTextOnce: over every transport, a read's content and a
+// listing's names reach the SDK client once, in the text block, and the
+// structured content names them in in_text.
+func TestSDKClientGetsTextOnce(t *testing.T) {
+	nodeDir(t)
+	root := workspaceRoot(t)
+	for transport, peer := range bridgePeers(t, root, bridgeConfig) {
+		t.Run(transport, func(t *testing.T) {
+			res := drive(t, scenario(peer, []sdkCall{
+				{"workspace_read_file", map[string]any{"path": "a.txt"}},
+				{"workspace_list_files", map[string]any{"details": false}},
+				{"workspace_list_files", map[string]any{}},
+			}, nil))
+			read, names, details := res.Calls[0], res.Calls[1], res.Calls[2]
+			assert.Equal(t, "hello world\nsecond line\n", read.Content[0].Text)
+			assert.NotContains(t, read.Structured.Payload, "content")
+			assert.Equal(t, []any{"content"}, read.Structured.Payload[InText])
+			assert.Equal(t, "a.txt", read.Structured.Payload["path"], "what the text does not carry stays")
+
+			assert.Equal(t, "a.txt\nsub/", names.Content[0].Text)
+			assert.NotContains(t, names.Structured.Payload, "entries")
+			assert.Equal(t, []any{"entries"}, names.Structured.Payload[InText])
+
+			assert.Equal(t, "a.txt\nsub/", details.Content[0].Text)
+			assert.Len(t, details.Structured.Payload["entries"], 2, "sizes and times are not in the text: the entries stay")
+			assert.NotContains(t, details.Structured.Payload, InText)
+		})
+	}
+}

@@ -71,12 +71,16 @@ func renderMatches(p map[string]any) string {
 func renderEntries(p map[string]any) string {
 	var b strings.Builder
 	es := maps(p["entries"])
+	b.Grow(len(es) * 24)
 	for _, em := range es {
-		path := fmt.Sprint(em["path"])
-		if em["type"] == "dir" {
-			path += "/"
+		path, ok := em["path"].(string)
+		if !ok {
+			path = fmt.Sprint(em["path"])
 		}
 		b.WriteString(path)
+		if em["type"] == "dir" {
+			b.WriteByte('/')
+		}
 		b.WriteByte('\n')
 	}
 	if len(es) == 0 {
@@ -86,6 +90,78 @@ func renderEntries(p map[string]any) string {
 		b.WriteString("… (more entries not shown)\n")
 	}
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// InText is the payload key under which the structured content of a tool
+// result lists the payload fields it leaves out because the text block
+// carries them whole, so that a client does not receive and parse them
+// twice:
+//
+//   - "content" (a file read as text): the text block is the file's
+//     content, followed, when the payload says truncated, by a line saying
+//     so;
+//   - "entries" (a listing of names and types only, every entry a file or a
+//     directory): the text block has one entry's path a line, a directory's
+//     ending in "/"; an entry's name is the last element of its path.
+//
+// Any other field, and any listing or read that the text does not carry
+// exactly (details, symlinks, a name with a newline, binary content), stays
+// in the structured content.
+const InText = "in_text"
+
+// carriedByText returns the payload field of obs that Render carries
+// whole, or "".
+func carriedByText(obs action.Observation) string {
+	if obs.Status != action.StatusOK {
+		return ""
+	}
+	p := obs.Payload
+	switch {
+	case isList(p["matches"]):
+		return ""
+	case isList(p["entries"]):
+		if entriesInText(p["entries"]) {
+			return "entries"
+		}
+	case isString(p["diff"]) || isString(p["stdout"]) || isString(p["stderr"]):
+	case isString(p["content"]) && isString(p["path"]):
+		if !truthy(p["binary"]) && p["content"] != "" {
+			return "content"
+		}
+	}
+	return ""
+}
+
+// entriesInText reports whether a listing's text, one path a line with
+// directories marked, tells everything its entries say.
+func entriesInText(v any) bool {
+	es := maps(v)
+	if len(es) == 0 || len(es) != listLen(v) {
+		return false // an empty listing reads "(empty)", like a file of that name
+	}
+	for _, e := range es {
+		path, ok := e["path"].(string)
+		name, _ := e["name"].(string)
+		typ, _ := e["type"].(string)
+		if !ok || len(e) != 3 || path == "" || strings.ContainsAny(path, "\n\r") || strings.HasSuffix(path, "/") ||
+			(typ != "file" && typ != "dir") || name != path[strings.LastIndexByte(path, '/')+1:] {
+			return false
+		}
+	}
+	return true
+}
+
+// listLen is the length of a list of any kind isList accepts.
+func listLen(v any) int {
+	switch l := v.(type) {
+	case []any:
+		return len(l)
+	case []map[string]any:
+		return len(l)
+	case []string:
+		return len(l)
+	}
+	return 0
 }
 
 func renderDiff(p map[string]any) string {

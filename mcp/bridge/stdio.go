@@ -54,9 +54,10 @@ var errInputEnded = errors.New("mcp bridge: the client closed its input before a
 // When in ends, the calls already read are answered before it returns (for
 // at most 30 seconds). Logs never go to out. A read of in still blocked
 // when ctx ends is left behind (the stdin of a process that is ending),
-// and so is a write to out that the client does not read within 5 seconds
-// of the end: ServeStdio returns anyway, and the messages not written are
-// lost.
+// and so are calls whose answers the client does not read: 5 seconds after
+// the end, writes still waiting fail, 5 seconds later ServeStdio returns
+// anyway (a write already under way stays blocked until the client reads
+// or closes its end), and the messages not written are lost.
 //
 // A Server serves one stdio client at a time: a second ServeStdio while
 // one runs fails (the session is named "stdio", which events carry as
@@ -73,10 +74,10 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 
 	reqCtx, cancel := context.WithCancel(s.srv.WithContext(ctx, sess))
 	defer cancel()
-	t := &stdioTransport{srv: s.srv, sess: sess, out: gated, slots: make(chan struct{}, maxRequests), log: s.log}
+	t := &stdioTransport{srv: s.srv, sess: sess, out: gated, slots: make(chan struct{}, maxRequests), follow: make(chan struct{}), log: s.log}
 	go t.notify(reqCtx)
 	read := make(chan error, 1)
-	go func() { read <- t.read(reqCtx, in) }()
+	go t.lead(reqCtx, bufio.NewReaderSize(in, 64<<10), read)
 
 	var err error
 	select {
@@ -107,26 +108,68 @@ type stdioTransport struct {
 	out   *gatedOutput
 	slots chan struct{}
 	calls inflight
-	log   *slog.Logger
+	// follow passes the reading of the input from one goroutine to the
+	// next.
+	follow chan struct{}
+	log    *slog.Logger
 }
 
-// read hands each line of in to the dispatcher until in ends or ctx is
-// done.
-func (t *stdioTransport) read(ctx context.Context, in io.Reader) error {
-	r := bufio.NewReaderSize(in, 64<<10)
+// lead reads lines of r and hands them to the dispatcher until it reaches
+// a request; then it passes the reading on to another goroutine and serves
+// the request itself, so that a call starts on the goroutine that read it,
+// without a hand-off, while the input is still read (for cancellations,
+// answers to elicitations, and the next calls). Once the call is answered
+// the goroutine waits to read again: goroutines are reused, and keep the
+// stack a call grew (growing a new goroutine's stack through the
+// dispatcher, the guard and the audit log cost more than the hand-off it
+// saves). The goroutine that meets the end of the input, a read error or
+// the end of ctx sends it on end.
+func (t *stdioTransport) lead(ctx context.Context, r *bufio.Reader, end chan<- error) {
 	for {
 		line, err := r.ReadBytes('\n')
+		if ctx.Err() != nil {
+			end <- ctx.Err()
+			return
+		}
 		if len(line) > 0 {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if !t.dispatch(ctx, line) {
-				return ctx.Err()
+			if m, kind := t.route(ctx, line); kind == kindRequest {
+				if !t.take(ctx) {
+					end <- ctx.Err()
+					return
+				}
+				if err != nil {
+					end <- err
+					t.serve(ctx, line, m)
+					return
+				}
+				select {
+				case t.follow <- struct{}{}: // a goroutine waiting to read takes over
+				default:
+					go t.follower(ctx, r, end)
+					t.follow <- struct{}{}
+				}
+				t.serve(ctx, line, m)
+				select {
+				case <-t.follow:
+					continue
+				case <-ctx.Done():
+					return
+				}
 			}
 		}
 		if err != nil {
-			return err
+			end <- err
+			return
 		}
+	}
+}
+
+// follower waits for its turn to read, then leads.
+func (t *stdioTransport) follower(ctx context.Context, r *bufio.Reader, end chan<- error) {
+	select {
+	case <-t.follow:
+		t.lead(ctx, r, end)
+	case <-ctx.Done():
 	}
 }
 
@@ -170,29 +213,31 @@ func classify(line []byte) (envelope, messageKind) {
 	return m, kindOther
 }
 
-// dispatch routes one line: a parse error is answered here, an answer to
-// an elicitation of the bridge goes to the call waiting for it, a request
-// is served on its own goroutine once a slot is free, and anything else
-// is handed to the dispatcher in order. It reports false when ctx ended
-// while it waited for a slot.
-func (t *stdioTransport) dispatch(ctx context.Context, line []byte) bool {
+// route answers what needs no request slot: a parse error here, an
+// answer to an elicitation of the bridge by the call waiting for it, and
+// anything but a request by the dispatcher, in order. It returns the
+// envelope and kind of the line; a request is left to the caller.
+func (t *stdioTransport) route(ctx context.Context, line []byte) (envelope, messageKind) {
 	m, kind := classify(line)
-	if kind == kindInvalid {
+	switch {
+	case kind == kindInvalid:
 		t.write(mcpgo.JSONRPCError{JSONRPC: mcpgo.JSONRPC_VERSION, ID: mcpgo.NewRequestId(nil),
 			Error: mcpgo.NewJSONRPCErrorDetails(mcpgo.PARSE_ERROR, "Parse error", nil)})
-		return true
-	}
-	// mcp-go's own stdio server routes by id whatever the method: so does
-	// this one, so that a client sees the same answers.
-	if (m.Result != nil || m.Error != nil) && t.sess.answer(line) {
-		return true
-	}
-	if kind != kindRequest {
+	case (m.Result != nil || m.Error != nil) && t.sess.answer(line):
+		// mcp-go's own stdio server routes answers by id whatever the
+		// method: so does this one, so that a client sees the same answers.
+		return m, kindResponse
+	case kind != kindRequest:
 		if resp := t.handle(ctx, line); resp != nil {
 			t.write(resp)
 		}
-		return true
 	}
+	return m, kind
+}
+
+// take waits for a free request slot and counts the request; it reports
+// false when ctx ended first or the transport takes no more requests.
+func (t *stdioTransport) take(ctx context.Context) bool {
 	select {
 	case t.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -202,15 +247,17 @@ func (t *stdioTransport) dispatch(ctx context.Context, line []byte) bool {
 		<-t.slots
 		return false
 	}
-	go func() {
-		defer t.calls.done()
-		sl := &slot{slots: t.slots, held: true}
-		defer sl.release()
-		if resp := t.handle(context.WithValue(ctx, slotKey{}, sl), line); resp != nil {
-			t.write(resp)
-		}
-	}()
 	return true
+}
+
+// serve answers one request that holds a slot, then frees the slot.
+func (t *stdioTransport) serve(ctx context.Context, line []byte, _ envelope) {
+	defer t.calls.done()
+	sl := &slot{slots: t.slots, held: true}
+	defer sl.release()
+	if resp := t.handle(context.WithValue(ctx, slotKey{}, sl), line); resp != nil {
+		t.write(resp)
+	}
 }
 
 // handle runs the dispatcher, turning a panic into an internal error
@@ -242,10 +289,7 @@ func (t *stdioTransport) write(msg mcpgo.JSONRPCMessage) {
 		return
 	}
 	*buf = line
-	if err := t.out.send(line); err != nil {
-		// The output goroutine may still hold the buffer: not reused.
-		return
-	}
+	_ = t.out.send(line) // a client that stopped reading: nothing more to do
 	if cap(line) <= maxPooledResponse {
 		responseBuffers.Put(buf)
 	}
@@ -460,57 +504,42 @@ func (s *stdioSession) endInput() {
 	}
 }
 
-// gatedOutput serialises the writes to the client's output on one
-// goroutine, so that a write blocked on a client that stopped reading can be
-// abandoned: after close, pending and later writes fail at once with
-// errOutputClosed. A write already handed to the underlying writer is left
-// to finish (or to fail when the output is closed), on that goroutine only.
+// gatedOutput serialises the writes to the client's output, each made on
+// the caller's goroutine (no hand-off on the way out), and lets the bridge
+// give up on a client that stopped reading: after close, a write waiting
+// for its turn and every later one fail at once with errOutputClosed. The
+// write already under way stays blocked in the underlying writer until
+// the client reads or its output is closed, and so does its caller.
 type gatedOutput struct {
-	reqs   chan gatedWrite
+	w      io.Writer
+	turn   chan struct{} // holds a token while a write is under way
 	closed chan struct{}
 	once   sync.Once
 }
 
-type gatedWrite struct {
-	p    []byte
-	done chan error
-}
-
 func newGatedOutput(w io.Writer) *gatedOutput {
-	g := &gatedOutput{reqs: make(chan gatedWrite), closed: make(chan struct{})}
-	go func() {
-		for {
-			select {
-			case req := <-g.reqs:
-				_, err := w.Write(req.p)
-				req.done <- err
-			case <-g.closed:
-				return
-			}
-		}
-	}()
-	return g
+	return &gatedOutput{w: w, turn: make(chan struct{}, 1), closed: make(chan struct{})}
 }
 
-// send hands p to the output goroutine and waits until it is written or
-// the output is closed. p must not change until send returns, nor after it
-// returns errOutputClosed (the output goroutine may still be writing it).
+// send writes p whole, or fails with errOutputClosed once the output is
+// closed.
 func (g *gatedOutput) send(p []byte) error {
-	req := gatedWrite{p: p, done: make(chan error, 1)}
 	select {
-	case g.reqs <- req:
+	case g.turn <- struct{}{}:
 	case <-g.closed:
 		return errOutputClosed
 	}
+	defer func() { <-g.turn }()
 	select {
-	case err := <-req.done:
-		return err
 	case <-g.closed:
 		return errOutputClosed
+	default:
 	}
+	_, err := g.w.Write(p)
+	return err
 }
 
-// close makes every pending and later send fail with errOutputClosed.
+// close makes every waiting and later send fail with errOutputClosed.
 func (g *gatedOutput) close() { g.once.Do(func() { close(g.closed) }) }
 
 // inflight counts the requests being served. Once closed, it takes no

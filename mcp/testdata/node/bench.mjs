@@ -1,20 +1,34 @@
-// bench.mjs measures `harness mcp` against the reference MCP filesystem
-// server with the official TypeScript SDK client, on the same files in the
-// same run:
+// bench.mjs measures `harness mcp` with the official TypeScript SDK client
+// against two other stdio servers, on the same files in the same run:
 //
-//   start-up: spawn the server, connect, first tools/list complete
-//   read:     N reads of a 64 KiB file (workspace_read_file / read_text_file)
-//   list:     M listings of a 1,000-entry directory, names and types
-//             (workspace_list_files with details: false / list_directory)
+//   null               null-server.mjs: answers with the text serialised
+//                      once at start; what the client itself can take
+//   server-filesystem  @modelcontextprotocol/server-filesystem, the
+//                      reference server
+//   harness            harness mcp (and, with --baseline, a second build
+//                      of it, to compare two versions in one run)
 //
-// Usage: node bench.mjs --harness PATH [--starts 20] [--reads 2000] [--lists 500]
+// and reports, for each:
+//
+//   start-up:  spawn the server, connect, first tools/list complete
+//   read:      reads of a 64 KiB file (workspace_read_file / read_text_file)
+//   list:      listings of a 1,000-entry directory: workspace_list_files
+//              with its defaults, and with details: false (names and
+//              types); list_directory for the reference
+//
+// with each server process's CPU time per call (from /proc) and the
+// client's own, which a loaded machine disturbs much less than rates.
+// Servers take turns in rounds, so that a change in the machine's load
+// falls on all of them alike.
+//
+// Usage: node bench.mjs --harness PATH [--baseline PATH] [--starts 20]
+//                       [--reads 2000] [--lists 500] [--rounds 10]
 //                       [--audit PATH] [--concurrency 1]
 // --concurrency keeps that many calls in flight (default 1: one at a time).
-// --audit puts Harness's audit log (fsynced before and after every trusted
-// action, auto-approved reads included) at PATH instead of the work dir.
-// Prints a table to stderr and the numbers as JSON to stdout. Besides wall
-// time it reports each server process's CPU time per call (from /proc),
-// which a loaded machine disturbs much less than latency.
+// --audit puts Harness's audit log at PATH instead of the work dir.
+// Prints a table to stderr and the numbers as JSON to stdout, with the
+// ratios the project's targets name: reads >= 80% of the null server's
+// rate, listings (both) >= 3x the reference's, start-up <= 1/5 of its.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { mkdtempSync, mkdirSync, writeFileSync, rmSync, readFileSync } from 'node:fs';
@@ -28,50 +42,59 @@ const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) =>
   return acc;
 }, []));
 if (!args.harness) {
-  console.error('usage: node bench.mjs --harness PATH [--starts N] [--reads N] [--lists N]');
+  console.error('usage: node bench.mjs --harness PATH [--baseline PATH] [--starts N] [--reads N] [--lists N] [--rounds N]');
   process.exit(2);
 }
 const starts = Number(args.starts ?? 20);
 const reads = Number(args.reads ?? 2000);
 const lists = Number(args.lists ?? 500);
+const rounds = Math.max(1, Number(args.rounds ?? 10));
 const concurrency = Math.max(1, Number(args.concurrency ?? 1));
 
 const here = dirname(fileURLToPath(import.meta.url));
 const fsServer = join(here, 'node_modules', '@modelcontextprotocol', 'server-filesystem', 'dist', 'index.js');
 
-// The same files for both servers.
+// The same files for every server.
 const work = mkdtempSync(join(tmpdir(), 'harness-mcp-bench-'));
 const root = join(work, 'root');
 mkdirSync(join(root, 'many'), { recursive: true });
 const line = 'x'.repeat(63) + '\n';
 writeFileSync(join(root, 'big.txt'), line.repeat(1024)); // 64 KiB
 for (let i = 0; i < 1000; i++) writeFileSync(join(root, 'many', `f${String(i).padStart(4, '0')}.txt`), 'x');
-const config = join(work, 'harness.yaml');
-writeFileSync(config, `harness:
+
+function harnessServer(bin, name) {
+  const config = join(work, `${name}.yaml`);
+  writeFileSync(config, `harness:
   auto-approved-actions: [workspace_read_file, workspace_list_files]
   workspace:
     max-file-bytes: 1048576
     max-list-entries: 5000
   audit:
-    path: ${args.audit ?? join(work, 'audit.jsonl')}
+    path: ${args.audit ? `${args.audit}.${name}` : join(work, `${name}-audit.jsonl`)}
   sanitize:
-    key-path: ${join(work, 'hmac.key')}
+    key-path: ${join(work, `${name}-hmac.key`)}
 `);
-
-const servers = {
-  harness: {
-    command: args.harness, args: ['mcp', '--config', config, '--root', root],
+  return {
+    command: bin, args: ['mcp', '--config', config, '--root', root],
     read: { name: 'workspace_read_file', arguments: { path: 'big.txt' } },
-    // details: false lists names and types, what list_directory gives;
-    // the default also stats every entry for its size and mod_time.
-    list: { name: 'workspace_list_files', arguments: { path: 'many', details: false } },
+    list: { name: 'workspace_list_files', arguments: { path: 'many' } },
+    names: { name: 'workspace_list_files', arguments: { path: 'many', details: false } },
+  };
+}
+const listDirectory = { name: 'list_directory', arguments: { path: join(root, 'many') } };
+const servers = {
+  null: {
+    command: process.execPath, args: [join(here, 'null-server.mjs'), join(root, 'big.txt'), join(root, 'many'), 'many/'],
+    read: { name: 'read', arguments: {} }, list: { name: 'list', arguments: {} }, names: { name: 'list', arguments: {} },
   },
   'server-filesystem': {
     command: process.execPath, args: [fsServer, root],
-    read: { name: 'read_text_file', arguments: { path: join(root, 'big.txt') } },
-    list: { name: 'list_directory', arguments: { path: join(root, 'many') } },
+    read: { name: 'read_text_file', arguments: { path: join(root, 'big.txt') } }, list: listDirectory, names: listDirectory,
   },
+  harness: harnessServer(args.harness, 'harness'),
 };
+if (args.baseline) servers.baseline = harnessServer(args.baseline, 'baseline');
+const names = Object.keys(servers);
 
 async function connect(s) {
   const client = new Client({ name: 'harness-bench', version: '1.0.0' });
@@ -92,29 +115,31 @@ function cpuMs(pid) {
   }
 }
 
-function stats(samples, totalMs) {
-  const sorted = [...samples].sort((a, b) => a - b);
+// A tally adds up one measurement over the rounds.
+const tally = () => ({ samples: [], ms: 0, serverCpu: 0, clientCpu: 0 });
+function summary(t) {
+  const sorted = [...t.samples].sort((a, b) => a - b);
   const q = (p) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
-  return { n: samples.length, ops_per_s: samples.length / (totalMs / 1000), p50_ms: q(0.5), p99_ms: q(0.99) };
+  const n = t.samples.length;
+  return {
+    n, ops_per_s: n / (t.ms / 1000), p50_ms: q(0.5), p99_ms: q(0.99),
+    server_cpu_ms_per_op: t.serverCpu / n, client_cpu_ms_per_op: t.clientCpu / n,
+  };
 }
 
-async function startup(s) {
-  const samples = [];
-  const t0 = performance.now();
-  for (let i = 0; i < starts; i++) {
-    const t = performance.now();
+async function startupRound(s, n, t) {
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
     const client = await connect(s);
     const { tools } = await client.listTools();
-    samples.push(performance.now() - t);
+    t.samples.push(performance.now() - t0);
+    t.ms += performance.now() - t0;
     if (!tools.length) throw new Error('no tools');
     await client.close();
   }
-  return stats(samples, performance.now() - t0);
 }
 
-async function calls(client, call, n, check) {
-  for (let i = 0; i < 20; i++) await client.callTool(call); // warm up
-  const samples = [];
+async function callRound(client, call, n, t, check) {
   const cpu0 = cpuMs(client.pid);
   const own0 = process.cpuUsage();
   const t0 = performance.now();
@@ -122,63 +147,105 @@ async function calls(client, call, n, check) {
   const worker = async () => {
     while (next < n) {
       const i = next++;
-      const t = performance.now();
+      const s = performance.now();
       const res = await client.callTool(call);
-      samples.push(performance.now() - t);
+      t.samples.push(performance.now() - s);
       if (i === 0) check(res);
     }
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
-  const out = stats(samples, performance.now() - t0);
-  out.server_cpu_ms_per_op = (cpuMs(client.pid) - cpu0) / n;
+  t.ms += performance.now() - t0;
+  t.serverCpu += cpuMs(client.pid) - cpu0;
   const own = process.cpuUsage(own0);
-  out.client_cpu_ms_per_op = (own.user + own.system) / 1000 / n;
-  return out;
+  t.clientCpu += (own.user + own.system) / 1000;
 }
 
-const results = {};
+const checks = {
+  read: (name) => (res) => {
+    if (res.isError || !res.content[0].text.startsWith('xxxx') || res.content[0].text.length < 65536) {
+      throw new Error(`${name}: bad read: ${JSON.stringify(res).slice(0, 300)}`);
+    }
+  },
+  list: (name) => (res) => {
+    const text = res.content[0].text;
+    if (res.isError || (text.match(/f0999/g) || []).length !== 1) {
+      throw new Error(`${name}: bad listing: ${text.slice(0, 300)}`);
+    }
+  },
+};
+checks.names = checks.list;
+
+const results = Object.fromEntries(names.map((n) => [n, { startup: tally(), read: tally(), list: tally(), names: tally() }]));
 try {
-  for (const [name, s] of Object.entries(servers)) {
-    results[name] = { startup: await startup(s) };
-    const client = await connect(s);
-    results[name].read = await calls(client, s.read, reads, (res) => {
-      if (res.isError || !res.content[0].text.startsWith('xxxx') || res.content[0].text.length < 65536) {
-        throw new Error(`${name}: bad read: ${JSON.stringify(res).slice(0, 300)}`);
-      }
-    });
-    results[name].list = await calls(client, s.list, lists, (res) => {
-      const text = res.content[0].text;
-      if (res.isError || (text.match(/f0999/g) || []).length !== 1) {
-        throw new Error(`${name}: bad listing: ${text.slice(0, 300)}`);
-      }
-    });
-    await client.close();
+  // Start-up first, each server in turn.
+  const per = Math.max(1, Math.round(starts / rounds));
+  for (let r = 0; r < rounds; r++) {
+    for (const name of r % 2 ? [...names].reverse() : names) await startupRound(servers[name], per, results[name].startup);
   }
+  const clients = {};
+  for (const name of names) {
+    clients[name] = await connect(servers[name]);
+    for (const k of ['read', 'list', 'names']) {
+      for (let i = 0; i < 20; i++) await clients[name].callTool(servers[name][k]); // warm up
+    }
+  }
+  for (const [k, total] of [['read', reads], ['list', lists], ['names', lists]]) {
+    const n = Math.max(1, Math.round(total / rounds));
+    for (let r = 0; r < rounds; r++) {
+      for (const name of r % 2 ? [...names].reverse() : names) {
+        await callRound(clients[name], servers[name][k], n, results[name][k], checks[k](name));
+      }
+    }
+  }
+  for (const name of names) await clients[name].close();
 } finally {
   rmSync(work, { recursive: true, force: true });
 }
 
-const h = results.harness, r = results['server-filesystem'];
+const out = Object.fromEntries(names.map((n) => [n, Object.fromEntries(Object.entries(results[n]).map(([k, t]) => [k, summary(t)]))]));
+const h = out.harness, r = out['server-filesystem'], z = out.null;
 const ratio = {
-  startup_p50: r.startup.p50_ms / h.startup.p50_ms,
-  read_throughput: h.read.ops_per_s / r.read.ops_per_s,
-  list_throughput: h.list.ops_per_s / r.list.ops_per_s,
-  read_server_cpu: r.read.server_cpu_ms_per_op / h.read.server_cpu_ms_per_op,
-  list_server_cpu: r.list.server_cpu_ms_per_op / h.list.server_cpu_ms_per_op,
+  read_vs_null: h.read.ops_per_s / z.read.ops_per_s,
+  list_vs_reference: h.list.ops_per_s / r.list.ops_per_s,
+  names_vs_reference: h.names.ops_per_s / r.names.ops_per_s,
+  startup_vs_reference: r.startup.p50_ms / h.startup.p50_ms,
+  read_vs_reference: h.read.ops_per_s / r.read.ops_per_s,
 };
-const fmt = (x) => x.toFixed(x < 10 ? 2 : 0).padStart(8);
-console.error(`                      ${'harness'.padStart(28)}   ${'server-filesystem'.padStart(28)}   ratio`);
-console.error(`                      ${'ops/s   p50 ms   p99 ms'.padStart(28)}   ${'ops/s   p50 ms   p99 ms'.padStart(28)}`);
-for (const [k, label] of [['startup', `start-up to tools/list x${starts}`], ['read', `read 64 KiB x${reads}`], ['list', `list 1,000 entries x${lists}`]]) {
-  const row = (s) => `${fmt(s.ops_per_s)} ${fmt(s.p50_ms)} ${fmt(s.p99_ms)}`;
-  const rt = k === 'startup' ? `${ratio.startup_p50.toFixed(1)}x faster start` : `${(k === 'read' ? ratio.read_throughput : ratio.list_throughput).toFixed(1)}x throughput`;
-  console.error(`${label.padEnd(30)} ${row(h[k])}   ${row(r[k])}   ${rt}`);
+if (out.baseline) {
+  ratio.read_vs_baseline = h.read.ops_per_s / out.baseline.read.ops_per_s;
+  ratio.list_vs_baseline = h.list.ops_per_s / out.baseline.list.ops_per_s;
+  ratio.names_vs_baseline = h.names.ops_per_s / out.baseline.names.ops_per_s;
 }
-for (const k of ['read', 'list']) {
-  console.error(`${('server CPU ms per ' + k).padEnd(30)} ${fmt(h[k].server_cpu_ms_per_op).padStart(26)}   ${fmt(r[k].server_cpu_ms_per_op).padStart(26)}   ${ratio[k + '_server_cpu'].toFixed(1)}x less CPU`);
+const targets = [
+  ['64 KiB reads >= 80% of the null server', ratio.read_vs_null, 0.8],
+  ['listings (defaults) >= 3x the reference', ratio.list_vs_reference, 3],
+  ['listings (details: false) >= 3x the reference', ratio.names_vs_reference, 3],
+  ['start-up <= 1/5 of the reference', ratio.startup_vs_reference, 5],
+];
+
+const num = (x, w = 8) => (Number.isFinite(x) ? x.toFixed(x < 10 ? 2 : 0) : '-').padStart(w);
+const rows = [
+  ['startup', `start-up to tools/list x${starts}`],
+  ['read', `read 64 KiB x${reads}`],
+  ['list', `list 1,000 (defaults) x${lists}`],
+  ['names', `list 1,000 (names) x${lists}`],
+];
+const col = (s) => s.padStart(34);
+console.error(`${''.padEnd(32)}${names.map((n) => col(n)).join('')}`);
+console.error(`${''.padEnd(32)}${names.map(() => col('ops/s  p50 ms  srv ms  cli ms')).join('')}`);
+for (const [k, label] of rows) {
+  const cells = names.map((n) => {
+    const s = out[n][k];
+    const cpu = k === 'startup' ? ['', ''] : [num(s.server_cpu_ms_per_op, 7), num(s.client_cpu_ms_per_op, 7)];
+    return col(`${num(s.ops_per_s, 7)} ${num(s.p50_ms, 7)} ${cpu[0].padStart(7)} ${cpu[1].padStart(7)}`);
+  });
+  console.error(`${label.padEnd(32)}${cells.join('')}`);
 }
-for (const k of ['read', 'list']) {
-  console.error(`${('client CPU ms per ' + k).padEnd(30)} ${fmt(h[k].client_cpu_ms_per_op).padStart(26)}   ${fmt(r[k].client_cpu_ms_per_op).padStart(26)}`);
+console.error('(ops/s; p50 latency; server and client CPU ms per call; calls in flight: ' + concurrency + ')');
+for (const [label, got, want] of targets) {
+  console.error(`${label.padEnd(48)} ${got.toFixed(2).padStart(6)}  ${got >= want ? 'met' : 'NOT MET'}`);
 }
-console.error(`(calls in flight: ${concurrency})`);
-process.stdout.write(JSON.stringify({ concurrency, harness: h, 'server-filesystem': r, ratio }, null, 2) + '\n');
+if (out.baseline) {
+  console.error(`against --baseline: reads ${ratio.read_vs_baseline.toFixed(2)}x, listings ${ratio.list_vs_baseline.toFixed(2)}x, names ${ratio.names_vs_baseline.toFixed(2)}x`);
+}
+process.stdout.write(JSON.stringify({ concurrency, ...out, ratio }, null, 2) + '\n');
