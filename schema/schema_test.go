@@ -186,3 +186,21 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// Every property of every built-in action's input says what it is: the
+// tool definitions a model receives are read by the model.
+func TestCatalogDescribesEveryProperty(t *testing.T) {
+	for _, s := range Catalog().List() {
+		var in struct {
+			Properties map[string]map[string]any `json:"properties"`
+		}
+		if err := json.Unmarshal(s.Input, &in); err != nil {
+			t.Fatal(err)
+		}
+		for name, p := range in.Properties {
+			if d, _ := p["description"].(string); d == "" {
+				t.Errorf("%s.%s has no description", s.Name, name)
+			}
+		}
+	}
+}

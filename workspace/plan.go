@@ -31,49 +31,63 @@ import (
 // stale_preview. For patches the check is made under the same locks as
 // the write.
 func (w *Workspace) Plan(ctx context.Context, a action.Action) (action.Plan, error) {
-	switch a.Name {
-	case "workspace_apply_patch", "workspace_propose_patch":
-		plan, err := w.PlanPatch(ctx, a.Input)
-		if err != nil {
-			return action.Plan{}, err
-		}
-		pre, err := patchPreconditions(plan.Files)
-		if err != nil {
-			return action.Plan{}, err
-		}
-		return action.Plan{Preview: plan.Payload(false), Preconditions: pre}, nil
-	case "workspace_run_shell":
-		cmd, _, err := strArg(a.Input, "command")
-		if err != nil {
-			return action.Plan{}, err
-		}
-		plan, err := w.PlanCommand(cmd)
-		if err != nil {
-			return action.Plan{}, err
-		}
-		tree, n, err := w.treeFingerprint(ctx)
-		if err != nil {
-			return action.Plan{}, err
-		}
-		preview := plan.Preview()
-		if t, ok := a.Input["timeout_seconds"]; ok {
-			preview["timeout_seconds_requested"] = t
-		}
-		preview["bound"] = map[string]any{
-			"what":    "every file and directory under the root, and .git's configuration",
-			"entries": n,
-			"note":    "the command runs only if none of them changed since this preview",
-		}
-		return action.Plan{Preview: preview, Preconditions: []action.FileState{{Path: ".", Exists: true, Tree: true, SHA256: tree}}}, nil
-	case "workspace_list_files", "workspace_read_file", "workspace_search_text":
-		if p, ok := a.Input["path"].(string); ok && p != "" {
-			if _, err := w.checkTarget(p, false); err != nil && action.CodeOf(err) != action.CodeNotFound {
-				return action.Plan{}, err
-			}
-		}
-		return action.Plan{Preview: map[string]any{"action": a.Name, "input": a.Input, "writes": false}}, nil
+	d, ok := actionIndex[a.Name]
+	if !ok {
+		return action.Plan{}, action.Errorf(action.CodeUnknownAction, "workspace has no action %q", a.Name)
 	}
-	return action.Plan{}, action.Errorf(action.CodeUnknownAction, "workspace has no action %q", a.Name)
+	return d.plan(w, ctx, a)
+}
+
+// planPatchAction plans workspace_apply_patch and workspace_propose_patch:
+// the diff and the hashes of the files the patch touches.
+func (w *Workspace) planPatchAction(ctx context.Context, a action.Action) (action.Plan, error) {
+	plan, err := w.PlanPatch(ctx, a.Input)
+	if err != nil {
+		return action.Plan{}, err
+	}
+	pre, err := patchPreconditions(plan.Files)
+	if err != nil {
+		return action.Plan{}, err
+	}
+	return action.Plan{Preview: plan.Payload(false), Preconditions: pre}, nil
+}
+
+// planCommandAction plans workspace_run_shell: the plan of PlanCommand,
+// bound to the tree the command reads.
+func (w *Workspace) planCommandAction(ctx context.Context, a action.Action) (action.Plan, error) {
+	cmd, _, err := strArg(a.Input, "command")
+	if err != nil {
+		return action.Plan{}, err
+	}
+	plan, err := w.PlanCommand(cmd)
+	if err != nil {
+		return action.Plan{}, err
+	}
+	tree, n, err := w.treeFingerprint(ctx)
+	if err != nil {
+		return action.Plan{}, err
+	}
+	preview := plan.Preview()
+	if t, ok := a.Input["timeout_seconds"]; ok {
+		preview["timeout_seconds_requested"] = t
+	}
+	preview["bound"] = map[string]any{
+		"what":    "every file and directory under the root, and .git's configuration",
+		"entries": n,
+		"note":    "the command runs only if none of them changed since this preview",
+	}
+	return action.Plan{Preview: preview, Preconditions: []action.FileState{{Path: ".", Exists: true, Tree: true, SHA256: tree}}}, nil
+}
+
+// planRead plans a read-only action: its input, after the same path check
+// as the read makes; it depends on nothing.
+func (w *Workspace) planRead(_ context.Context, a action.Action) (action.Plan, error) {
+	if p, ok := a.Input["path"].(string); ok && p != "" {
+		if _, err := w.checkTarget(p, false); err != nil && action.CodeOf(err) != action.CodeNotFound {
+			return action.Plan{}, err
+		}
+	}
+	return action.Plan{Preview: map[string]any{"action": a.Name, "input": a.Input, "writes": false}}, nil
 }
 
 // patchPreconditions turns the files of a patch plan into preconditions.
