@@ -89,7 +89,10 @@ func NewServer(h *runtime.Harness, cfg *config.Config, opts ...ServerOption) (*S
 	for _, n := range cfg.Harness.MCP.Bridge.TrustedActions {
 		s.confirmed[n] = true
 	}
+	hooks := &mcpserver.Hooks{}
+	hooks.AddBeforeAny(requestRegistered)
 	s.srv = mcpserver.NewMCPServer("harness", mcp.Version,
+		mcpserver.WithHooks(hooks),
 		mcpserver.WithToolCapabilities(true),
 		mcpserver.WithElicitation(),
 		mcpserver.WithRecovery(),

@@ -115,15 +115,18 @@ type stdioTransport struct {
 }
 
 // lead reads lines of r and hands them to the dispatcher until it reaches
-// a request; then it passes the reading on to another goroutine and serves
-// the request itself, so that a call starts on the goroutine that read it,
-// without a hand-off, while the input is still read (for cancellations,
-// answers to elicitations, and the next calls). Once the call is answered
-// the goroutine waits to read again: goroutines are reused, and keep the
-// stack a call grew (growing a new goroutine's stack through the
-// dispatcher, the guard and the audit log cost more than the hand-off it
-// saves). The goroutine that meets the end of the input, a read error or
-// the end of ctx sends it on end.
+// a request; then it serves the request itself, on the goroutine that read
+// it (no hand-off on the way in), and passes the reading on to another
+// goroutine as soon as the dispatcher has registered the request (so that
+// a notifications/cancelled read next finds it: mcp-go's cancellation
+// knows a request only from then on), or has answered it, whichever comes
+// first. The input is thus still read while the call runs (for
+// cancellations, answers to elicitations, and the next calls). Once the
+// call is answered the goroutine waits to read again: goroutines are
+// reused, and keep the stack a call grew (growing a new goroutine's stack
+// through the dispatcher, the guard and the audit log cost more than the
+// hand-off it saves). The goroutine that meets the end of the input, a
+// read error or the end of ctx sends it on end.
 func (t *stdioTransport) lead(ctx context.Context, r *bufio.Reader, end chan<- error) {
 	for {
 		line, err := r.ReadBytes('\n')
@@ -139,16 +142,17 @@ func (t *stdioTransport) lead(ctx context.Context, r *bufio.Reader, end chan<- e
 				}
 				if err != nil {
 					end <- err
-					t.serve(ctx, line, m)
+					t.serve(ctx, line, m, nil)
 					return
 				}
-				select {
-				case t.follow <- struct{}{}: // a goroutine waiting to read takes over
-				default:
-					go t.follower(ctx, r, end)
-					t.follow <- struct{}{}
-				}
-				t.serve(ctx, line, m)
+				t.serve(ctx, line, m, &handoff{pass: func() {
+					select {
+					case t.follow <- struct{}{}: // a goroutine waiting to read takes over
+					default:
+						go t.follower(ctx, r, end)
+						t.follow <- struct{}{}
+					}
+				}})
 				select {
 				case <-t.follow:
 					continue
@@ -161,6 +165,30 @@ func (t *stdioTransport) lead(ctx context.Context, r *bufio.Reader, end chan<- e
 			end <- err
 			return
 		}
+	}
+}
+
+// handoff passes the reading of the input on, once.
+type handoff struct {
+	once sync.Once
+	pass func()
+}
+
+func (h *handoff) fire() {
+	if h != nil {
+		h.once.Do(h.pass)
+	}
+}
+
+// handoffKey keys a request's handoff in its context, where the
+// dispatcher's before-any hook (registered by NewServer) finds it.
+type handoffKey struct{}
+
+// requestRegistered is the before-any hook: mcp-go calls it once a request
+// is registered for cancellation, before its handler runs.
+func requestRegistered(ctx context.Context, _ any, _ mcpgo.MCPMethod, _ any) {
+	if h, ok := ctx.Value(handoffKey{}).(*handoff); ok {
+		h.fire()
 	}
 }
 
@@ -250,12 +278,20 @@ func (t *stdioTransport) take(ctx context.Context) bool {
 	return true
 }
 
-// serve answers one request that holds a slot, then frees the slot.
-func (t *stdioTransport) serve(ctx context.Context, line []byte, _ envelope) {
+// serve answers one request that holds a slot, then frees the slot. It
+// fires h (when not nil) once the dispatcher registered the request, or
+// before writing the answer at the latest.
+func (t *stdioTransport) serve(ctx context.Context, line []byte, _ envelope, h *handoff) {
 	defer t.calls.done()
 	sl := &slot{slots: t.slots, held: true}
 	defer sl.release()
-	if resp := t.handle(context.WithValue(ctx, slotKey{}, sl), line); resp != nil {
+	ctx = context.WithValue(ctx, slotKey{}, sl)
+	if h != nil {
+		ctx = context.WithValue(ctx, handoffKey{}, h)
+	}
+	resp := t.handle(ctx, line)
+	h.fire()
+	if resp != nil {
 		t.write(resp)
 	}
 }

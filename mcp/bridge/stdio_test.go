@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"strings"
@@ -322,6 +323,60 @@ func TestServeStdioCalls(t *testing.T) {
 	last := all[len(all)-1]
 	assert.Equal(t, "mcp:fast-test", last.AgentID)
 	assert.Equal(t, "stdio", last.SessionID)
+	require.NoError(t, inW.Close())
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("ServeStdio did not return after its input ended")
+	}
+}
+
+// TestServeStdioCancelRightAfterTheCall: a notifications/cancelled that
+// follows its call at once, in the same write, still finds the call (the
+// transport reads on only once the dispatcher knows the call), every time.
+func TestServeStdioCancelRightAfterTheCall(t *testing.T) {
+	srv, _ := fastBridge(t, "harness: {}\n")
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeStdio(context.Background(), inR, outW); _ = outW.Close() }()
+	answers := make(chan map[string]any, 16)
+	go func() {
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) == nil {
+				answers <- m
+			}
+		}
+		close(answers)
+	}()
+	next := func() map[string]any {
+		select {
+		case m := <-answers:
+			return m
+		case <-time.After(10 * time.Second):
+			t.Fatal("no answer")
+			return nil
+		}
+	}
+	_, err := io.WriteString(inW, initLine+"\n"+`{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	require.NoError(t, err)
+	next()
+	for i := 0; i < 20; i++ {
+		id := fmt.Sprintf("nap-%d", i)
+		start := time.Now()
+		_, err := io.WriteString(inW, `{"jsonrpc":"2.0","id":"`+id+`","method":"tools/call","params":{"name":"nap","arguments":{}}}`+"\n"+
+			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"`+id+`"}}`+"\n")
+		require.NoError(t, err)
+		m := next()
+		require.Equal(t, id, m["id"])
+		require.Less(t, time.Since(start), 4*time.Second, "call %d was not cancelled", i)
+		sc := m["result"].(map[string]any)["structuredContent"].(map[string]any)
+		require.Equal(t, string(action.CodeCanceled), sc["code"])
+	}
 	require.NoError(t, inW.Close())
 	select {
 	case err := <-done:
