@@ -25,9 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/harness-runtime/harness/audit"
-	"github.com/harness-runtime/harness/config"
 	"github.com/harness-runtime/harness/internal/testkit"
-	"github.com/harness-runtime/harness/pipeline"
 	"github.com/harness-runtime/harness/sanitize"
 	"github.com/harness-runtime/harness/trusted"
 )
@@ -100,6 +98,9 @@ type serveConfig struct {
 	root, store, auditPath, instance string
 	ttl                              int
 	extra                            string
+	// keyPath is the installation key; replicas of one deployment share
+	// it. Empty: a key of this config's own.
+	keyPath string
 }
 
 func writeServeConfig(t *testing.T, c serveConfig) string {
@@ -107,6 +108,9 @@ func writeServeConfig(t *testing.T, c serveConfig) string {
 	sum := sha256.Sum256([]byte(serveKey))
 	if c.ttl == 0 {
 		c.ttl = 60
+	}
+	if c.keyPath == "" {
+		c.keyPath = filepath.Join(t.TempDir(), "hmac.key")
 	}
 	y := fmt.Sprintf(`harness:
   profile: dev
@@ -123,7 +127,7 @@ func writeServeConfig(t *testing.T, c serveConfig) string {
   auth:
     keys:
       - {principal: alice, sha256: "%s", permissions: [agent:execute, agent:trusted]}
-`, c.root, c.extra, c.ttl, c.store, c.auditPath, c.instance, filepath.Join(t.TempDir(), "hmac.key"), hex.EncodeToString(sum[:]))
+`, c.root, c.extra, c.ttl, c.store, c.auditPath, c.instance, c.keyPath, hex.EncodeToString(sum[:]))
 	p := filepath.Join(t.TempDir(), "harness.yaml")
 	require.NoError(t, os.WriteFile(p, []byte(y), 0o600))
 	return p
@@ -226,8 +230,9 @@ func TestServeReplicasShareRedis(t *testing.T) {
 	dsn, table := needServePostgres(t)
 	root := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(root, "f.txt"), []byte("one\ntwo\n"), 0o644))
-	a := startServe(t, bin, writeServeConfig(t, serveConfig{root: root, store: testkit.RedisURL(), auditPath: dsn, instance: "replica-a", ttl: 2}))
-	b := startServe(t, bin, writeServeConfig(t, serveConfig{root: root, store: testkit.RedisURL(), auditPath: dsn, instance: "replica-b", ttl: 2}))
+	keyPath := filepath.Join(t.TempDir(), "hmac.key") // one installation, two replicas
+	a := startServe(t, bin, writeServeConfig(t, serveConfig{root: root, store: testkit.RedisURL(), auditPath: dsn, instance: "replica-a", ttl: 2, keyPath: keyPath}))
+	b := startServe(t, bin, writeServeConfig(t, serveConfig{root: root, store: testkit.RedisURL(), auditPath: dsn, instance: "replica-b", ttl: 2, keyPath: keyPath}))
 	var tokens []string
 
 	t.Run("ready: Redis and the Postgres audit answer", func(t *testing.T) {
@@ -319,9 +324,7 @@ func TestServeReplicasShareRedis(t *testing.T) {
 
 	t.Run("audit chains verify and hold no token or key", func(t *testing.T) {
 		ctx := context.Background()
-		kp, err := pipeline.KeyPath(config.Default())
-		require.NoError(t, err)
-		key, err := sanitize.LoadKey(kp)
+		key, err := sanitize.LoadKey(keyPath)
 		require.NoError(t, err, "the replicas' installation key")
 		for _, inst := range []string{"replica-a", "replica-b"} {
 			rep, err := audit.VerifyPostgres(ctx, dsn, inst, audit.WithKey(key))
