@@ -104,6 +104,11 @@ func NewServer(h *runtime.Harness, cfg *config.Config, opts ...ServerOption) (*S
 	for _, n := range cfg.Harness.DisabledActions {
 		s.disabled[n] = true
 	}
+	// mcp_call reaches configured MCP servers only: with none, it is not
+	// offered (a client would see a tool that can only fail).
+	if len(cfg.Harness.MCP.Servers) == 0 {
+		s.disabled[mcp.CallAction] = true
+	}
 	if err := s.Sync(); err != nil {
 		return nil, err
 	}

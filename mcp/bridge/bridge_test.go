@@ -92,8 +92,8 @@ harness:
 		{"workspace_search_text", true, false, false, "Needs trust"},
 		{"workspace_propose_patch", true, false, false, "Needs trust"},
 		{"workspace_apply_patch", false, true, false, "Asks you to confirm"},
-		{"mcp_call", false, false, true, "Needs trust"},
 	}
+	assert.NotContains(t, tools, "mcp_call", "no MCP server is configured, so mcp_call is not offered")
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tool, ok := tools[tc.name]
@@ -370,6 +370,7 @@ harness:
 		t.Fatal("StartClient never reported the end of its connections")
 	}
 	assert.Contains(t, srv.Tools(), "mcp.fake.echo")
+	assert.Contains(t, srv.Tools(), "mcp_call", "offered once an MCP server is configured")
 	res, err := srv.handlerFor("mcp.fake.echo")(context.Background(), mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{
 		Name: "mcp.fake.echo", Arguments: map[string]any{"text": "late"}}})
 	require.NoError(t, err)

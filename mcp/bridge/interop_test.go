@@ -153,9 +153,10 @@ func TestSDKClientDrivesBridge(t *testing.T) {
 			for i, tool := range res.Tools {
 				tools[tool.Name] = i
 			}
-			for _, name := range []string{"workspace_read_file", "workspace_list_files", "workspace_search_text", "workspace_apply_patch", "workspace_run_shell", "mcp_call"} {
+			for _, name := range []string{"workspace_read_file", "workspace_list_files", "workspace_search_text", "workspace_apply_patch", "workspace_run_shell"} {
 				assert.Contains(t, tools, name)
 			}
+			assert.NotContains(t, tools, "mcp_call", "not offered without a configured MCP server")
 			read := res.Tools[tools["workspace_read_file"]]
 			require.NotNil(t, read.Annotations.ReadOnlyHint)
 			assert.True(t, *read.Annotations.ReadOnlyHint, "read-risk actions say readOnlyHint")
