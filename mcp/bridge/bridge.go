@@ -9,7 +9,9 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -397,7 +399,7 @@ func (s *Server) HTTPHandler() http.Handler {
 // then calls under way get up to 5 seconds to finish.
 func (s *Server) ServeHTTP(ctx context.Context, ln net.Listener) error {
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", s.HTTPHandler())
+	mux.Handle("/mcp", CheckOrigin(s.HTTPHandler()))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: defaultReadHeaderTimeout}
 	done := make(chan struct{})
 	go func() {
@@ -418,4 +420,33 @@ func (s *Server) ServeHTTP(ctx context.Context, ln net.Listener) error {
 		return nil
 	}
 	return err
+}
+
+// CheckOrigin refuses (403) a request whose Origin header names a web
+// page other than one on this machine's loopback: the MCP specification
+// requires a streamable HTTP server to validate Origin, so that a web page
+// the person visits cannot drive the bridge through their browser (DNS
+// rebinding). Requests without an Origin (command-line and desktop
+// clients) pass.
+func CheckOrigin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o := r.Header.Get("Origin"); o != "" && !loopbackOrigin(o) {
+			http.Error(w, `{"error":{"code":"forbidden","message":"origin `+strconv.Quote(o)+` may not use this MCP server"}}`, http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func loopbackOrigin(origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
