@@ -85,10 +85,12 @@ func (w *Workspace) planSandbox(plan *CommandPlan) error {
 			w.logger().Warn("workspace: commands run with less than the full OS sandbox", "note", plan.SandboxNote)
 		}
 	}
-	helper, err := resolveHelper(w.opts.HelperPath)
-	if err == nil && runtime.GOOS != "linux" {
-		err = fmt.Errorf("the OS sandbox exists only on Linux")
+	if runtime.GOOS != "linux" {
+		// No layer at all: best-effort would be no sandbox, so only an
+		// explicit "off" runs commands here.
+		return action.Errorf(action.CodeShellDisabled, "commands need the OS sandbox, which exists only on Linux; set harness.workspace.sandbox: off to run them unconfined on %s", runtime.GOOS)
 	}
+	helper, err := resolveHelper(w.opts.HelperPath)
 	if err != nil {
 		if !bestEffort {
 			return &action.Error{Code: action.CodeInternal, Message: "sandbox required: the sandbox helper cannot run: " + err.Error(), Err: err}
