@@ -61,6 +61,10 @@ type ActionPayload struct {
 	// ApprovalID names the approval an "ask" created.
 	ApprovalID  string              `json:"approval_id,omitempty"`
 	Observation *ObservationSummary `json:"observation,omitempty"`
+	// Governance is the session's counters and what remains of its
+	// budgets: as the guard decided (pre_action), and once the outcome
+	// was counted (post_action). Absent without governance.
+	Governance Governance `json:"governance,omitzero"`
 }
 
 // ObservationSummary is what an event says of an observation.
@@ -71,6 +75,9 @@ type ObservationSummary struct {
 	LatencyMS   float64  `json:"latency_ms"`
 	Message     string   `json:"message,omitempty"`
 	PayloadKeys []string `json:"payload_keys,omitempty"`
+	// Redacted says how many secrets the observation the model got had
+	// replaced by markers, and which markers (harness.redact-observations).
+	Redacted *Redaction `json:"redacted,omitempty"`
 }
 
 // Sink receives events. Emit must not change ev.Payload; it may keep it. An error from a sink in the fail-closed set (the
@@ -124,7 +131,13 @@ func (e Event) CanonicalValue() any {
 			if len(o.PayloadKeys) > 0 {
 				om["payload_keys"] = o.PayloadKeys
 			}
+			if o.Redacted != nil {
+				om["redacted"] = o.Redacted.canonicalValue()
+			}
 			pm["observation"] = om
+		}
+		if !p.Governance.IsZero() {
+			pm["governance"] = p.Governance.canonicalValue()
 		}
 		m["payload"] = pm
 	}

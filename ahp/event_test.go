@@ -58,8 +58,47 @@ func TestCanonicalValueMatchesJSON(t *testing.T) {
 		"sparse": {EventType: Error, Timestamp: time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600)),
 			Payload: &ActionPayload{Action: "y", Observation: &ObservationSummary{PayloadKeys: []string{}}}},
 		"bad utf8": {EventID: "\xff\xfe", Payload: &ActionPayload{Input: map[string]any{"\xff": "a\xffb"}}},
+		"governed and redacted": {EventType: PostAction, Timestamp: ts, Payload: &ActionPayload{Action: "z",
+			Observation: &ObservationSummary{Status: "ok", Redacted: &Redaction{Count: 3, Markers: []string{"hmac-sha256:00", "hmac-sha256:ff"}}},
+			Governance: Governance{By: "session", ActionHash: "ab", Counted: true, Actions: 9, Errors: 2, ConsecutiveErrors: 1,
+				Refusals: 4, ConsecutiveRefusals: 0, Risk: 1 << 40, WallMS: 1234, BytesWritten: 5, CommandMS: 6, Repeats: 2, FailingRepeats: 1,
+				Remaining: remaining(map[string]int64{"max-actions": 0, "max-risk": 7, "max-bytes-written": 1 << 50})}}},
+		"governance, no budgets": {Payload: &ActionPayload{Governance: Governance{By: "principal"}, Observation: &ObservationSummary{Redacted: &Redaction{}}}},
 	}
 	for name, ev := range cases {
 		t.Run(name, func(t *testing.T) { testkit.CanonicalMatchesJSON(t, ev) })
+	}
+}
+
+func remaining(m map[string]int64) Remaining {
+	var r Remaining
+	for k, v := range m {
+		r.Set(k, v)
+	}
+	return r
+}
+
+func TestRemainingRoundTrips(t *testing.T) {
+	r := remaining(map[string]int64{"max-actions": 0, "max-wall-seconds": 30, "unknown": 5})
+	data, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(data) != `{"max-actions":0,"max-wall-seconds":30}` {
+		t.Fatalf("JSON %s", data)
+	}
+	var back Remaining
+	if err := json.Unmarshal(data, &back); err != nil || back != r {
+		t.Fatalf("round trip %+v %v", back, err)
+	}
+	if v, ok := back.Get("max-actions"); !ok || v != 0 {
+		t.Fatal("an exhausted budget reads as unset")
+	}
+	if _, ok := back.Get("max-risk"); ok {
+		t.Fatal("an unset budget reads as set")
+	}
+	ev, _ := json.Marshal(Event{Payload: &ActionPayload{}})
+	if bytes.Contains(ev, []byte("governance")) {
+		t.Fatalf("an event without governance records it: %s", ev)
 	}
 }
