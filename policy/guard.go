@@ -68,6 +68,10 @@ type Request struct {
 	Sanitizer Sanitizer
 	// Modified lists the steps that changed the input, in order.
 	Modified []string
+	// Governance is what the governance step found of the session and
+	// reserved for the action (nil without governance); the audit
+	// records carry its snapshot and the dispatcher's observer settles it.
+	Governance *Admission
 
 	sanitized     any
 	sanitizedDone bool
@@ -113,7 +117,8 @@ type Decision struct {
 	Rule string
 	// Input is the new input of a Modify.
 	Input map[string]any
-	// RetryAfter is the delay a Defer asks for.
+	// RetryAfter is the delay a Defer asks for, or after which a
+	// rate_limited refusal may be retried.
 	RetryAfter time.Duration
 }
 
