@@ -57,6 +57,8 @@ type BuildOptions struct {
 	Steps policy.Steps
 	// Approvals stores what the guard asks a person about.
 	Approvals Approvals
+	// Observer is told of every observation (see Options.Observer).
+	Observer Observer
 }
 
 // Build returns a Harness for a resolved configuration: the catalog
@@ -73,7 +75,7 @@ func Build(cfg *config.Config, opts BuildOptions) (*Harness, *workspace.Workspac
 	}
 	h, err := New(Options{
 		Registry: reg, Guard: policy.NewGuard(reg, cfg.GuardOptions(), opts.Steps), Sanitizer: opts.Sanitizer,
-		Recorder: opts.Recorder, Logger: opts.Logger, Approvals: opts.Approvals,
+		Recorder: opts.Recorder, Logger: opts.Logger, Approvals: opts.Approvals, Observer: opts.Observer,
 	})
 	if err != nil {
 		return nil, nil, err

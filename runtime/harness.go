@@ -49,6 +49,9 @@ type Options struct {
 	// Logger receives operational logs; nil discards them (a library does
 	// not write to stderr on its own).
 	Logger *slog.Logger
+	// Observer, when set, is told of every observation before its
+	// post_action event (governance counts it, redaction rewrites it).
+	Observer Observer
 }
 
 // Harness is the dispatcher. It is safe for concurrent use; mount runtimes
@@ -61,6 +64,7 @@ type Harness struct {
 	approvals Approvals
 	agentID   string
 	log       *slog.Logger
+	observer  Observer
 
 	runtimes    map[string]mounted
 	subscribers []ahp.Sink
@@ -92,6 +96,7 @@ func New(opts Options) (*Harness, error) {
 		approvals: opts.Approvals,
 		agentID:   opts.AgentID,
 		log:       opts.Logger,
+		observer:  opts.Observer,
 		runtimes:  map[string]mounted{},
 		idPrefix:  "act-" + hex.EncodeToString(rnd[:]) + "-",
 	}
@@ -165,7 +170,7 @@ func (h *Harness) Execute(ctx context.Context, a action.Action) (obs action.Obse
 	req := h.request(ctx, a)
 	d := h.guard.Decide(ctx, &req)
 	sc := req.Schema
-	ev := eventFrame{h: h, ctx: ctx, a: &a, id: id, principal: req.Principal, phase: req.Phase, decision: d}
+	ev := eventFrame{h: h, ctx: ctx, a: &a, id: id, principal: req.Principal, phase: req.Phase, decision: d, req: &req}
 	if h.recorder != nil || len(h.subscribers) > 0 { // nobody to tell: nothing to sanitize
 		ev.sanitizeInput(&req, a)
 	}
@@ -191,13 +196,18 @@ func (h *Harness) Execute(ctx context.Context, a action.Action) (obs action.Obse
 			ev.approval = obs.Approval.ID
 		}
 		ev.emit(ahp.PreAction, nil, false)
+		h.observe(ctx, &req, &obs)
 		ev.emit(ahp.PostAction, &obs, false)
 		return obs
 	}
 	if !d.Allowed() {
 		obs.Source, obs.Status, obs.Code, obs.Message = action.SourcePolicy, d.Code.Status(), d.Code, d.Message
+		if d.Code == action.CodeRateLimited && d.RetryAfter > 0 { // for Retry-After
+			obs.Payload = map[string]any{"retry_after_ms": d.RetryAfter.Milliseconds()}
+		}
 		obs.LatencyMS = ms(time.Since(start))
 		ev.emit(ahp.PreAction, nil, false)
+		h.observe(ctx, &req, &obs)
 		ev.emit(ahp.PostAction, &obs, false)
 		return obs
 	}
@@ -206,12 +216,14 @@ func (h *Harness) Execute(ctx context.Context, a action.Action) (obs action.Obse
 		obs = h.fail(id, a.Name, action.SourceHarness, action.Errorf(action.CodeInternal, "no runtime %q is mounted for %s", sc.Runtime, a.Name))
 		obs.LatencyMS = ms(time.Since(start))
 		ev.emit(ahp.PreAction, nil, false)
+		h.observe(ctx, &req, &obs)
 		ev.emit(ahp.PostAction, &obs, false)
 		return obs
 	}
 	if err := ev.emit(ahp.PreAction, nil, durable); err != nil && recorded {
 		obs = h.fail(id, a.Name, action.SourceHarness, action.Errorf(action.CodeInternal, "the audit log cannot record this trusted action, so it does not run: %v", err))
 		obs.LatencyMS = ms(time.Since(start))
+		h.observe(ctx, &req, &obs)
 		ev.emit(ahp.Error, &obs, false)
 		return obs
 	}
@@ -233,11 +245,19 @@ func (h *Harness) Execute(ctx context.Context, a action.Action) (obs action.Obse
 		obs.Status, obs.Payload = action.StatusOK, payload
 	}
 	obs.LatencyMS = ms(time.Since(start))
+	h.observe(ctx, &req, &obs)
 	ev.emit(ahp.PostAction, &obs, durable)
 	if obs.Status == action.StatusError {
 		ev.emit(ahp.Error, &obs, false)
 	}
 	return obs
+}
+
+// observe hands the observation to the Observer, if any.
+func (h *Harness) observe(ctx context.Context, req *policy.Request, obs *action.Observation) {
+	if h.observer != nil {
+		h.observer.Observe(ctx, req, obs)
+	}
 }
 
 // run calls the runtime, turning a panic into an internal error. A read
@@ -309,6 +329,9 @@ type eventFrame struct {
 	input     any
 	modified  any    // the input as a guard step modified it
 	approval  string // the approval an ask created
+	// req is the guard's request, whose governance snapshot every event
+	// carries (as decided, then as counted).
+	req *policy.Request
 }
 
 // emit builds one event and hands it to the recorder and the subscribers.
@@ -332,6 +355,9 @@ func (f *eventFrame) emit(t ahp.EventType, obs *action.Observation, durable bool
 	}
 	if obs != nil {
 		p.Observation = summarize(h.sanitizer, obs)
+	}
+	if f.req != nil {
+		p.Governance = f.req.Governance.Snapshot() // a value: no allocation
 	}
 	agent := f.a.AgentID
 	if agent == "" {
@@ -390,6 +416,9 @@ func summarize(s Sanitizer, o *action.Observation) *ahp.ObservationSummary {
 		}
 		sort.Strings(keys)
 		sum.PayloadKeys = keys
+		if r, ok := o.Payload[RedactedKey].(ahp.Redaction); ok {
+			sum.Redacted = &r
+		}
 	}
 	return sum
 }

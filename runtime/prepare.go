@@ -48,7 +48,7 @@ func (h *Harness) Prepare(ctx context.Context, a action.Action) (action.Action, 
 		}
 	}
 	obs := action.Observation{ActionID: id, Action: a.Name, Decision: d.Info()}
-	ev := eventFrame{h: h, ctx: ctx, a: &a, id: id, principal: req.Principal, phase: req.Phase, decision: d}
+	ev := eventFrame{h: h, ctx: ctx, a: &a, id: id, principal: req.Principal, phase: req.Phase, decision: d, req: &req}
 	if h.recorder != nil || len(h.subscribers) > 0 {
 		ev.sanitizeInput(&req, a)
 	}

@@ -1,0 +1,199 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/harness-runtime/harness/action"
+	"github.com/harness-runtime/harness/ahp"
+	"github.com/harness-runtime/harness/policy"
+	"github.com/harness-runtime/harness/runtime"
+	"github.com/harness-runtime/harness/sanitize"
+	"github.com/harness-runtime/harness/schema"
+)
+
+const (
+	plantedAWS = "AKIA2E0A8F3B244C9986"
+	plantedGHP = "ghp_R8x2Lk9Qm4Tz7Vb1Nc6Yd3Wf5Hj0Ps2Ua8Ee"
+)
+
+func wholeSanitizer(t testing.TB) *sanitize.Sanitizer {
+	s, err := sanitize.New(sanitize.Options{Key: []byte("0123456789abcdef0123456789abcdef"), MaxString: -1})
+	require.NoError(t, err)
+	return s
+}
+
+// TestRedactObservationsCountsWhatItReplaced: every secret in the payload
+// (nested, in lists, under a secret-named key, as a key) and the message
+// becomes a marker, counted once each; markers the output already held
+// are not counted; a clean observation is left as it was.
+func TestRedactObservationsCountsWhatItReplaced(t *testing.T) {
+	s := wholeSanitizer(t)
+	r := runtime.RedactObservations(s)
+	long := strings.Repeat("x", 100_000) + " " + plantedGHP // never truncated
+	already := s.Redact("old secret")
+	obs := action.Observation{
+		Status: action.StatusError, Message: "failed with " + plantedAWS,
+		Payload: map[string]any{
+			"stdout":  long,
+			"nested":  map[string]any{"list": []any{"ok", plantedGHP, 3.0}, "argv": []string{"x", plantedAWS}},
+			"token":   "an opaque value under a secret name",
+			"earlier": "seen before: " + already,
+			"clean":   "nothing here",
+		},
+	}
+	r.Observe(context.Background(), &policy.Request{}, &obs)
+	text := string(obs.JSON())
+	for _, secret := range []string{plantedAWS, plantedGHP, "an opaque value"} {
+		assert.NotContains(t, text, secret)
+	}
+	assert.Contains(t, obs.Payload["stdout"], strings.Repeat("x", 100_000), "the output was cut")
+	red, ok := obs.Payload[runtime.RedactedKey].(ahp.Redaction)
+	require.True(t, ok, text)
+	assert.Equal(t, 5, red.Count, "stdout, the list, argv, the token, the message")
+	assert.Len(t, red.Markers, 3, "the distinct markers: two secrets and the token's value")
+	assert.NotContains(t, red.Markers, already, "a marker the output held was counted")
+	assert.Equal(t, "seen before: "+already, obs.Payload["earlier"])
+
+	clean := action.Observation{Status: action.StatusOK, Payload: map[string]any{"content": "package main\n"}}
+	r.Observe(context.Background(), &policy.Request{}, &clean)
+	assert.NotContains(t, clean.Payload, runtime.RedactedKey)
+	none := action.Observation{Status: action.StatusBlocked, Message: "refused"}
+	r.Observe(context.Background(), &policy.Request{}, &none)
+	assert.Nil(t, none.Payload)
+}
+
+// governedHarness is a dispatcher with a noop builtin and, when gov is
+// set, the governance step and observer; events go to a discarding sink
+// (so the audit snapshot is built, as it is with an audit log).
+func governedHarness(t testing.TB, gov *policy.Governor, observer runtime.Observer) *runtime.Harness {
+	s, err := sanitize.New(sanitize.Options{Key: []byte("0123456789abcdef0123456789abcdef")})
+	require.NoError(t, err)
+	reg := schema.Catalog()
+	var steps policy.Steps
+	if gov != nil {
+		steps.Validating = []policy.Step{gov.Step()}
+	}
+	h, err := runtime.New(runtime.Options{Registry: reg, Guard: policy.NewGuard(reg, policy.Options{}, steps), Sanitizer: s, Observer: observer})
+	require.NoError(t, err)
+	h.Subscribe(ahp.Discard)
+	require.NoError(t, h.Register(runtime.Spec{Name: "noop", Input: json.RawMessage(`{"properties":{"text":{"type":"string"},"n":{"type":"integer"}}}`)},
+		func(context.Context, map[string]any) (map[string]any, error) { return map[string]any{"ok": true}, nil }))
+	return h
+}
+
+// BenchmarkGovernanceAddedCost measures what governance adds to one action
+// in Harness.Execute with counters in memory (target: <= 1 µs): the same
+// action through a dispatcher without and with governance (the default
+// repeat checks and a max-actions budget, so the action is hashed,
+// admitted, counted and snapshotted for its two events), alternating in
+// batches, and reports the difference as added-ns/op (wall) and
+// added-cpu-ns/op (the process's CPU time, which a loaded machine
+// inflates less).
+func BenchmarkGovernanceAddedCost(b *testing.B) {
+	gov, err := policy.NewGovernor(policy.GovernanceOptions{Limits: policy.Limits{
+		MaxActions: 1 << 60, RepeatFailing: policy.DefaultRepeatFailing, RepeatIdentical: policy.DefaultRepeatIdentical,
+	}})
+	require.NoError(b, err)
+	plain := governedHarness(b, nil, nil)
+	governed := governedHarness(b, gov, gov)
+	a := action.Action{Name: "noop", SessionID: "s", Input: map[string]any{"text": "hello", "n": 3}}
+	ctx := context.Background()
+	if obs := governed.Execute(ctx, a); !obs.OK() {
+		b.Fatal(string(obs.JSON()))
+	}
+	const batch = 1000
+	var tPlain, tGov, cPlain, cGov time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	for done := 0; done < b.N; done += batch {
+		n := min(batch, b.N-done)
+		t0, c0 := time.Now(), processCPU()
+		for range n {
+			plain.Execute(ctx, a)
+		}
+		t1, c1 := time.Now(), processCPU()
+		for range n {
+			if obs := governed.Execute(ctx, a); !obs.OK() {
+				b.Fatal(string(obs.JSON()))
+			}
+		}
+		tPlain, cPlain = tPlain+t1.Sub(t0), cPlain+c1-c0
+		tGov, cGov = tGov+time.Since(t1), cGov+processCPU()-c1
+	}
+	per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N) }
+	b.ReportMetric(per(tPlain), "plain-ns/op")
+	b.ReportMetric(per(tGov), "governed-ns/op")
+	b.ReportMetric(per(tGov-tPlain), "added-ns/op")
+	if cPlain > 0 {
+		b.ReportMetric(per(cGov-cPlain), "added-cpu-ns/op")
+	}
+}
+
+// redactionText is about n bytes of what commands print (code, logs,
+// JSON, test results, listings, git, compiler errors) with a secret every
+// 256 KiB.
+func redactionText(n int) string {
+	lines := []string{
+		`func (s *Server) handle(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }`,
+		`2026-01-02T03:04:05Z INFO request method=GET path=/v1/schemas status=200 duration_ms=0.41`,
+		`{"name": "workspace_read_file", "input": {"path": "src/main.go"}, "session_id": "s-1"}`,
+		`--- PASS: TestGuardDecisions/trust_required (0.00s)`,
+		`-rw-r--r-- 1 dev dev  4210 Jan  2 03:04 policy/governance_store.go`,
+		`commit 2ec7d7c4b1f0a9e8d7c6b5a4f3e2d1c0b9a8f7e6 (HEAD -> main)`,
+		`./runtime/harness.go:212:14: undefined: observe`,
+	}
+	secrets := []string{plantedAWS, plantedGHP, "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEZ", "password=hunter2hunter2"}
+	var b strings.Builder
+	next := 0
+	for i := 0; b.Len() < n; i++ {
+		if next < len(secrets) && b.Len() >= next*(256<<10)+128<<10 {
+			b.WriteString(secrets[next] + "\n")
+			next++
+		}
+		b.WriteString(lines[i%len(lines)] + "\n")
+	}
+	return b.String()[:n]
+}
+
+// BenchmarkRedactObservation1MiB: the cost of redact-observations per MiB
+// of command output (target: >= 300 MB/s), and of the sanitizer's scan
+// alone on the same payload, which bounds it (the observer adds the walk
+// and the count of markers).
+func BenchmarkRedactObservation1MiB(b *testing.B) {
+	s := wholeSanitizer(b)
+	r := runtime.RedactObservations(s)
+	out := redactionText(1 << 20)
+	probe := action.Observation{Payload: map[string]any{"stdout": out}}
+	r.Observe(context.Background(), &policy.Request{}, &probe)
+	if red, _ := probe.Payload[runtime.RedactedKey].(ahp.Redaction); red.Count < 3 {
+		b.Fatalf("planted secrets not redacted: %+v", red)
+	}
+	payload := func() map[string]any { return map[string]any{"stdout": out, "stderr": "", "exit_code": 0} }
+	bench := func(b *testing.B, body func()) {
+		b.SetBytes(int64(len(out)))
+		b.ReportAllocs()
+		start := processCPU()
+		for b.Loop() {
+			body()
+		}
+		if cpu := processCPU() - start; cpu > 0 {
+			b.ReportMetric(float64(len(out))*float64(b.N)/cpu.Seconds()/1e6, "cpu-MB/s")
+		}
+	}
+	b.Run("observer", func(b *testing.B) {
+		bench(b, func() {
+			obs := action.Observation{Status: action.StatusOK, Payload: payload()}
+			r.Observe(context.Background(), &policy.Request{}, &obs)
+		})
+	})
+	b.Run("sanitizer-alone", func(b *testing.B) {
+		bench(b, func() { s.Value(payload(), nil) })
+	})
+}
