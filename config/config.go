@@ -30,11 +30,13 @@ type Config struct {
 type HarnessConfig struct {
 	Profile               string              `yaml:"profile" validate:"omitempty,oneof=dev production"`
 	TrustedRuntimeEnabled *bool               `yaml:"trusted-runtime-enabled"`
+	RedactObservations    *bool               `yaml:"redact-observations"` // secrets in observations become markers; production: on
 	DisabledActions       []string            `yaml:"disabled-actions" validate:"dive,required"`
 	AutoApprovedActions   []string            `yaml:"auto-approved-actions" validate:"dive,required"`
 	TenantAllowedActions  map[string][]string `yaml:"tenant-allowed-actions" validate:"dive,keys,required,endkeys,dive,required"`
 	Workspace             WorkspaceConfig     `yaml:"workspace"`
 	MCP                   MCPConfig           `yaml:"mcp"`
+	Governance            GovernanceConfig    `yaml:"governance"`
 	Trusted               TrustedConfig       `yaml:"trusted"`
 	Audit                 AuditConfig         `yaml:"audit"`
 	Auth                  AuthConfig          `yaml:"auth"`
@@ -278,6 +280,8 @@ func (c *Config) Resolve() {
 	if h.HTTP.Addr == "" {
 		h.HTTP.Addr = DefaultAddr
 	}
+	h.Governance.resolve()
+	setDefault(&h.RedactObservations, prod)
 }
 
 // ConfigError lists every problem found in a configuration, each in the

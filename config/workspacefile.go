@@ -50,6 +50,7 @@ var workspaceFileKeys = map[string]func(v any) string{
 	"harness.workspace.allowed-commands":         subsetOf(defaultAllowedCommands),
 	"harness.workspace.allowed-git-subcommands":  subsetOf(defaultAllowedGitSubcommands),
 	"harness.redact-observations":                func(v any) string { return only(v, true) },
+	"harness.governance":                         governanceTightens,
 }
 
 func anything(any) string { return "" }
