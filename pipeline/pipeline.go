@@ -83,6 +83,8 @@ type Pipeline struct {
 	Trusted *trusted.Service
 	// Metrics are the trusted service's metrics (Options.Trusted).
 	Metrics *trusted.Metrics
+	// Governor keeps the sessions' budgets (harness.governance).
+	Governor *policy.Governor
 
 	log     *slog.Logger
 	closers []func() error
@@ -170,6 +172,14 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (p *Pipeline, e
 		steps.Validating = append([]policy.Step{p.MCP.Check()}, steps.Validating...)
 	}
 
+	gov, observer, err := p.openGovernance(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	p.Governor = gov
+	// Last, so that what a rule refuses or asks about is not reserved first
+	// (a fresh slice: the caller's Steps stay as they were).
+	steps.Validating = append(steps.Validating[:len(steps.Validating):len(steps.Validating)], gov.Step())
 	p.Approvals = trusted.NewMemoryApprovals(0, 0)
 	var recorder runtime.Recorder
 	if p.Audit != nil {
@@ -177,7 +187,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (p *Pipeline, e
 	}
 	p.Harness, p.Workspace, err = runtime.Build(cfg, runtime.BuildOptions{
 		Sanitizer: p.Sanitizer, Recorder: recorder, Logger: log,
-		Registry: reg, HelperPath: opts.HelperPath, Steps: steps, Approvals: p.Approvals,
+		Registry: reg, HelperPath: opts.HelperPath, Steps: steps, Approvals: p.Approvals, Observer: observer,
 	})
 	if err != nil {
 		return nil, err
