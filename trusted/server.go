@@ -58,6 +58,9 @@ type ServerOptions struct {
 	Metrics *Metrics
 	// Ready lists extra /readyz checks.
 	Ready []ReadyCheck
+	// Sessions resets sessions' governance counters (POST
+	// /v1/sessions/{id}/reset); nil answers that route 404.
+	Sessions SessionResetter
 	// Logger receives one access-log record per request: method, route
 	// pattern, status, duration, principal. Never the path (which holds
 	// tokens), headers, or bodies. Nil means slog.Default().
@@ -76,6 +79,7 @@ type Server struct {
 	mux      *http.ServeMux
 	routes   []Route
 	openapi  openAPICache
+	sessions SessionResetter
 }
 
 // Route is one served method and path pattern.
@@ -91,7 +95,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	}
 	s := &Server{
 		svc: opts.Service, keys: opts.Keys, maxBody: opts.MaxBodyBytes, metrics: opts.Metrics,
-		log: opts.Logger, mux: http.NewServeMux(),
+		log: opts.Logger, mux: http.NewServeMux(), sessions: opts.Sessions,
 	}
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
@@ -110,6 +114,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	s.handle("POST", "/v1/actions", PermExecute, true, s.postAction)
 	s.handle("POST", "/v1/actions/preview", PermTrusted, true, s.postPreview)
 	s.handle("POST", "/v1/actions/execute/{token}", PermTrusted, true, s.postExecute)
+	s.handle("POST", "/v1/sessions/{id}/reset", PermAdmin, false, s.postSessionReset)
 	s.handle("GET", "/v1/schemas", PermExecute, false, public(s.getSchemas))
 	s.handle("GET", "/v1/schemas/{action}", PermExecute, false, public(s.getSchema))
 	s.handle("GET", "/healthz", "", false, public(s.getHealth))
@@ -363,6 +368,10 @@ func (s *Server) postAction(w http.ResponseWriter, r *http.Request, k *Key) {
 	start := time.Now()
 	obs := h.Execute(runtime.WithPrincipal(r.Context(), k.Principal.Name), a)
 	s.observe(a.Name, obs, start)
+	if obs.Code == action.CodeRateLimited { // SPEC 5: 429 with Retry-After
+		s.writeActionError(w, &action.Refusal{Observation: obs}, previewStatus)
+		return
+	}
 	writeJSON(w, http.StatusOK, obs)
 }
 
@@ -403,9 +412,16 @@ func (s *Server) observe(name string, obs action.Observation, start time.Time) {
 func (s *Server) writeActionError(w http.ResponseWriter, err error, status func(action.Code) int) {
 	code := action.CodeOf(err)
 	msg := action.MessageOf(err)
-	var ae *action.Error
-	if code == action.CodeRateLimited && errors.As(err, &ae) {
-		if ms, ok := ae.Payload["retry_after_ms"].(int64); ok && ms > 0 {
+	if code == action.CodeRateLimited {
+		var payload map[string]any
+		var ae *action.Error
+		var rf *action.Refusal
+		if errors.As(err, &rf) { // a guard's refusal: its observation says when
+			payload = rf.Observation.Payload
+		} else if errors.As(err, &ae) {
+			payload = ae.Payload
+		}
+		if ms, ok := payload["retry_after_ms"].(int64); ok && ms > 0 {
 			w.Header().Set("Retry-After", strconv.FormatInt((ms+999)/1000, 10))
 		} else {
 			w.Header().Set("Retry-After", "1")

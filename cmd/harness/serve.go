@@ -96,7 +96,8 @@ func serveCmd(ctx context.Context, args []string, s stdio) int {
 	srv, err := trusted.NewServer(trusted.ServerOptions{
 		Service: e.P.Trusted, Keys: keys, MaxBodyBytes: cfg.Harness.HTTP.MaxBodyBytes,
 		Metrics: e.P.Metrics, Logger: access, MaxInFlight: *maxInFlight,
-		Ready: []trusted.ReadyCheck{{Name: "audit", Check: auditReady(e.Audit, cfg.Harness.Audit.Path)}},
+		Ready:    []trusted.ReadyCheck{{Name: "audit", Check: auditReady(e.Audit, cfg.Harness.Audit.Path)}},
+		Sessions: e.P.Governor,
 	})
 	if err != nil {
 		fmt.Fprintf(s.err, "harness serve: %v\n", err)
