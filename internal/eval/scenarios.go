@@ -11,7 +11,8 @@ const (
 	// Main: the dev profile with the read-risk workspace actions
 	// auto-approved, the MCP server "evalsrv" (tool echo allowed and
 	// registered as mcp.evalsrv.echo), tenant "restricted" limited to
-	// workspace_list_files, and the bridge confirming apply_patch,
+	// workspace_list_files, tenant "capped" with a risk budget smaller
+	// than one read, and the bridge confirming apply_patch,
 	// run_shell and mcp_call through elicitation.
 	Main Variant = "main"
 	// Restricted: Main without the MCP server, with the trusted runtime
@@ -100,6 +101,14 @@ var Scenarios = []Scenario{
 	{
 		Name: "tenant not allowed", Action: "workspace_read_file", Input: `{"path":"a.txt"}`, Tenant: "restricted",
 		Want: refused(action.CodeTenantNotAllowed, "tenant_allowed"),
+		NA:   map[Entry]string{MCP: naMCPTenant},
+	},
+	{
+		// Tenant "capped" may spend 1 of risk and a read weighs 2 there, so
+		// its first read is over budget whatever ran before: the same
+		// answer from every entry point, each with its own counters.
+		Name: "budget exhausted", Action: "workspace_read_file", Input: `{"path":"a.txt"}`, Tenant: "capped",
+		Want: refused(action.CodeBudgetExhausted, "governance"),
 		NA:   map[Entry]string{MCP: naMCPTenant},
 	},
 	{

@@ -44,6 +44,7 @@ func configYAML(v Variant, s site, mcpServer []string, keySHA string) string {
 	}
 	b.WriteString("  auto-approved-actions: [workspace_list_files, workspace_read_file, workspace_search_text, workspace_propose_patch]\n")
 	b.WriteString("  tenant-allowed-actions:\n    restricted: [workspace_list_files]\n")
+	b.WriteString("  governance:\n    tenants:\n      capped: {max-risk: 1, risk-weights: {read: 2}}\n")
 	fmt.Fprintf(&b, "  workspace:\n    root: %s\n    sandbox: best-effort\n", strconv.Quote(s.root))
 	b.WriteString("  mcp:\n")
 	if v == Main {
