@@ -54,7 +54,11 @@ func (h *HarnessConfig) actionLists() []actionList {
 	for _, t := range tenants {
 		lists = append(lists, actionList{"harness.tenant-allowed-actions[" + t + "]", h.TenantAllowedActions[t]})
 	}
-	return append(lists, actionList{"harness.mcp.bridge.trusted-actions", h.MCP.Bridge.TrustedActions})
+	lists = append(lists, actionList{"harness.mcp.bridge.trusted-actions", h.MCP.Bridge.TrustedActions})
+	for i, r := range h.Rules {
+		lists = append(lists, actionList{"harness.rules[" + strconv.Itoa(i) + "].actions", r.Actions})
+	}
+	return lists
 }
 
 // knownActions are the names an action list may hold: the built-in

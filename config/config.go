@@ -42,6 +42,17 @@ type HarnessConfig struct {
 	Auth                  AuthConfig          `yaml:"auth"`
 	Sanitize              SanitizeConfig      `yaml:"sanitize"`
 	HTTP                  HTTPConfig          `yaml:"http"`
+	// Rules are the deployment's rules, in order (see RuleConfig). Not
+	// set: the profile's defaults (DevRules in dev, none in production);
+	// [] none.
+	Rules []RuleConfig `yaml:"rules"`
+	// RulesMode is first-match (the first matching rule decides; the
+	// default) or strictest (every matching rule counts: deny over ask
+	// over allow).
+	RulesMode string `yaml:"rules-mode" validate:"omitempty,oneof=first-match strictest"`
+
+	// rulesDefaulted records that Resolve set Rules to the profile's.
+	rulesDefaulted bool
 }
 
 // WorkspaceConfig is harness.workspace.
@@ -215,6 +226,12 @@ func (c *Config) Resolve() {
 	// the key (even to []) decides; production auto-approves nothing.
 	if h.AutoApprovedActions == nil && !prod {
 		h.AutoApprovedActions = append([]string(nil), DevAutoApprovedActions...)
+	}
+	if h.Rules == nil && !prod {
+		h.Rules, h.rulesDefaulted = DevRules(), true
+	}
+	if h.RulesMode == "" {
+		h.RulesMode = RulesFirstMatch
 	}
 	w := &h.Workspace
 	if w.Root == "" {

@@ -202,6 +202,18 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, key, ns string) {
 			d.value(e, s.Index(i), key+idx, ns+idx)
 		}
 		v.Set(s)
+	case reflect.Interface:
+		// Free-form values (a rule's example inputs) are taken as YAML
+		// gives them.
+		var x any
+		if err := n.Decode(&x); err != nil {
+			d.broken[ns] = true
+			d.add(n.Line, key, err.Error())
+			return
+		}
+		if x != nil {
+			v.Set(reflect.ValueOf(x))
+		}
 	default:
 		if !d.want(n, yaml.ScalarNode, v.Type(), key, ns) {
 			return

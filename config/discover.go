@@ -109,6 +109,9 @@ func Load(flagPath, root string, opts ...Option) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	if src.Via == ViaWorkspace {
+		c.Harness.keepDefaultRules()
+	}
 	c.Source = src
 	return c, nil
 }

@@ -69,6 +69,7 @@ func (d *decoder) check(c *Config, o *options) {
 		}
 	}
 	d.problems = append(d.problems, c.Harness.checkActions(o, d.at)...)
+	d.problems = append(d.problems, c.Harness.checkRules(o, d.at)...)
 }
 
 // at places the value at the validator's namespace ns: its own line when

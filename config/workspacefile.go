@@ -51,6 +51,26 @@ var workspaceFileKeys = map[string]func(v any) string{
 	"harness.workspace.allowed-git-subcommands":  subsetOf(defaultAllowedGitSubcommands),
 	"harness.redact-observations":                func(v any) string { return only(v, true) },
 	"harness.governance":                         governanceTightens,
+	// Rules there only add refusals and questions: they come after the
+	// profile's defaults (Load puts them there), so they cannot take one
+	// of those back, and an allow rule, which would end the evaluation
+	// before later rules, is refused.
+	"harness.rules":      onlyRestrictingRules,
+	"harness.rules-mode": func(v any) string { return only(v, RulesStrictest) },
+}
+
+func onlyRestrictingRules(v any) string {
+	list, ok := v.([]any)
+	if !ok {
+		return "" // the full parse says what is wrong with it
+	}
+	for i, r := range list {
+		m, _ := r.(map[string]any)
+		if o := fmt.Sprint(m["outcome"]); o != "deny" && o != "ask" {
+			return fmt.Sprintf("rule %d (%v) has outcome %s: only deny and ask rules may be set", i, m["id"], o)
+		}
+	}
+	return ""
 }
 
 func anything(any) string { return "" }
