@@ -156,6 +156,16 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (p *Pipeline, e
 		reg = schema.Catalog()
 	}
 	steps := opts.Steps
+	// The rules (harness.rules) come after the MCP allowlist, which the MCP
+	// block below puts first (no person is asked about a call that would
+	// be refused anyway), and before the program's own steps.
+	rules, err := cfg.RuleSet(reg)
+	if err != nil {
+		return nil, fmt.Errorf("harness.rules: %w", err)
+	}
+	if rules.Len() > 0 {
+		steps.Validating = append([]policy.Step{rules.Step()}, steps.Validating...)
+	}
 	if len(cfg.Harness.MCP.Servers) > 0 {
 		if opts.MCPInBackground {
 			c, errs := mcp.StartClient(ctx, cfg.Harness.MCP, reg, log, opts.OnMCPTools)

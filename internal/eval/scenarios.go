@@ -144,8 +144,7 @@ var Scenarios = []Scenario{
 	},
 	{
 		Name: "ask", Action: "workspace_read_file", Input: `{"path":"ask/secret.txt"}`,
-		Want:    Outcome{action.StatusNeedsConfirmation, action.CodeApprovalRequired, "rules"},
-		Pending: "no configuration asks yet: harness.rules (outcome: ask) arrive with the rules issue; then delete this line (askRuleYAML then joins the configuration)",
+		Want: Outcome{action.StatusNeedsConfirmation, action.CodeApprovalRequired, "rules"},
 	},
 }
 
