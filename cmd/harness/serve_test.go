@@ -101,6 +101,9 @@ type serveConfig struct {
 	// keyPath is the installation key; replicas of one deployment share
 	// it. Empty: a key of this config's own.
 	keyPath string
+	// noRepeatLimits turns governance's repeat halts off, for tests that
+	// repeat one action on purpose.
+	noRepeatLimits bool
 }
 
 func writeServeConfig(t *testing.T, c serveConfig) string {
@@ -128,6 +131,9 @@ func writeServeConfig(t *testing.T, c serveConfig) string {
     keys:
       - {principal: alice, sha256: "%s", permissions: [agent:execute, agent:trusted]}
 `, c.root, c.extra, c.ttl, c.store, c.auditPath, c.instance, c.keyPath, hex.EncodeToString(sum[:]))
+	if c.noRepeatLimits {
+		y += "  governance: {repeat-failing: 0, repeat-identical: 0}\n"
+	}
 	p := filepath.Join(t.TempDir(), "harness.yaml")
 	require.NoError(t, os.WriteFile(p, []byte(y), 0o600))
 	return p
@@ -231,8 +237,8 @@ func TestServeReplicasShareRedis(t *testing.T) {
 	root := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(root, "f.txt"), []byte("one\ntwo\n"), 0o644))
 	keyPath := filepath.Join(t.TempDir(), "hmac.key") // one installation, two replicas
-	a := startServe(t, bin, writeServeConfig(t, serveConfig{root: root, store: testkit.RedisURL(), auditPath: dsn, instance: "replica-a", ttl: 2, keyPath: keyPath}))
-	b := startServe(t, bin, writeServeConfig(t, serveConfig{root: root, store: testkit.RedisURL(), auditPath: dsn, instance: "replica-b", ttl: 2, keyPath: keyPath}))
+	a := startServe(t, bin, writeServeConfig(t, serveConfig{root: root, store: testkit.RedisURL(), auditPath: dsn, instance: "replica-a", ttl: 2, keyPath: keyPath, noRepeatLimits: true}))
+	b := startServe(t, bin, writeServeConfig(t, serveConfig{root: root, store: testkit.RedisURL(), auditPath: dsn, instance: "replica-b", ttl: 2, keyPath: keyPath, noRepeatLimits: true}))
 	var tokens []string
 
 	t.Run("ready: Redis and the Postgres audit answer", func(t *testing.T) {
