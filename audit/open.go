@@ -1,10 +1,10 @@
 package audit
 
 import (
-	"log/slog"
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
