@@ -3,11 +3,12 @@ package policy_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/harness-runtime/harness/config"
-	"github.com/harness-runtime/harness/policy"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/harness-runtime/harness/config"
+	"github.com/harness-runtime/harness/policy"
 
 	"github.com/harness-runtime/harness/action"
 	"github.com/harness-runtime/harness/schema"

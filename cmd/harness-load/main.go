@@ -27,7 +27,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/harness-runtime/harness/pipeline"
 	"io"
 	"log/slog"
 	"net"
@@ -40,6 +39,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/harness-runtime/harness/pipeline"
 
 	"github.com/harness-runtime/harness/config"
 	"github.com/harness-runtime/harness/internal/tune"
