@@ -217,9 +217,30 @@ func (w *Workspace) runPlan(ctx context.Context, plan CommandPlan) (map[string]a
 	if plan.Dir != w.rootPath || plan.Program == "" {
 		return nil, action.Errorf(action.CodeInternal, "command plan was not made by this workspace")
 	}
+	var before nestedGit
+	watched := false
+	if plan.Sandbox != SandboxNone {
+		var err error
+		if before, watched, err = w.findNestedGit(ctx); err != nil {
+			return nil, &action.Error{Code: action.CodeInternal, Message: "looking for nested repositories", Err: err}
+		}
+		plan.bindNestedGit(w.rootPath, before)
+	}
 	res, err := w.execute(ctx, plan)
 	if err != nil {
 		return nil, err
+	}
+	var removed []string
+	if watched {
+		// Nothing the command started is left running: what it planted
+		// stays planted unless removed now.
+		after, ok, ferr := w.findNestedGit(context.WithoutCancel(ctx))
+		if ferr == nil && ok {
+			removed, ferr = w.removePlanted(before, after)
+		}
+		if ferr != nil {
+			return nil, &action.Error{Code: action.CodeInternal, Message: "removing a git repository the command created", Err: ferr}
+		}
 	}
 	payload := map[string]any{
 		"argv":             plan.Argv,
@@ -231,6 +252,10 @@ func (w *Workspace) runPlan(ctx context.Context, plan CommandPlan) (map[string]a
 		"duration_ms":      float64(res.duration.Microseconds()) / 1000,
 	}
 	plan.sandboxFields(payload)
+	if len(removed) > 0 {
+		payload["removed"] = removed
+		payload["removed_note"] = "commands may not create or replace git repositories (.git) below the root; removed what this one made"
+	}
 	if res.timedOut {
 		return nil, &action.Error{
 			Code:    action.CodeTimeout,

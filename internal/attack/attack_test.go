@@ -56,6 +56,10 @@ const recipe = `all:
 	-ls /proc | grep -c '^[0-9]' ; true
 	-mkdir -p .git/hooks 2>&1; echo 'touch PWNED' > .git/hooks/pre-commit 2>&1 ; true
 	-mkdir -p .harness 2>&1; echo x > .harness/config.yaml 2>&1 ; true
+	-mkdir -p planted/.git/hooks 2>&1; echo 'touch PWNED' > planted/.git/hooks/pre-commit 2>&1 ; true
+	-echo 'touch PWNED' > nested/.git/hooks/pre-commit 2>&1 ; true
+	-mv nested/.git nested/.git-old 2>&1; mkdir -p nested/.git/hooks; echo 'touch PWNED' > nested/.git/hooks/post-checkout 2>&1 ; true
+	-mkdir -p Deep/.GIT 2>&1; echo x > Deep/.GIT/config 2>&1 ; true
 	-cat /etc/shadow 2>&1 | head -c 200 ; true
 	-setsid sh -c 'sleep 1; touch LATE' > /dev/null 2>&1 &
 	@echo recipe-done
@@ -68,6 +72,10 @@ func workspace(t *testing.T) (root, cfg string) {
 	dir := t.TempDir()
 	root = filepath.Join(dir, "root")
 	if err := os.MkdirAll(filepath.Join(root, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A repository nested below the root, as a vendored or sibling project.
+	if err := os.MkdirAll(filepath.Join(root, "nested", ".git", "hooks"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(root, "Makefile"), []byte(recipe), 0o644); err != nil {
@@ -102,7 +110,8 @@ func check(t *testing.T, root, output string) {
 	if strings.Contains(output, "root:") {
 		t.Errorf("a command read /etc/shadow: %.500s", output)
 	}
-	for _, p := range []string{".git/hooks/pre-commit", ".harness/config.yaml"} {
+	for _, p := range []string{".git/hooks/pre-commit", ".harness/config.yaml",
+		"planted/.git", "nested/.git/hooks/pre-commit", "nested/.git/hooks/post-checkout", "nested/.git-old", "Deep/.GIT"} {
 		if _, err := os.Stat(filepath.Join(root, p)); err == nil {
 			t.Errorf("a command wrote %s", p)
 		}
@@ -221,8 +230,10 @@ func TestTheChecksCatchAnUnsandboxedRun(t *testing.T) {
 	if !strings.Contains(got, "the-service-secret") {
 		t.Error("without the sandbox the recipe should read the sentinel from the service's environment")
 	}
-	if _, err := os.Stat(filepath.Join(root, ".git/hooks/pre-commit")); err != nil {
-		t.Error("without the sandbox the recipe should plant the hook")
+	for _, p := range []string{".git/hooks/pre-commit", "planted/.git/hooks/pre-commit", "nested/.git/hooks/post-checkout"} {
+		if _, err := os.Stat(filepath.Join(root, p)); err != nil {
+			t.Errorf("without the sandbox the recipe should plant %s", p)
+		}
 	}
 	time.Sleep(2 * time.Second)
 	if _, err := os.Stat(filepath.Join(root, "LATE")); err != nil {
