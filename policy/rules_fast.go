@@ -240,49 +240,19 @@ func (c *fastCompiler) equality(negate bool, le, re ast.Expr) fBool {
 			}
 			break
 		}
-		eq = func(x *fastCtx) (bool, error) {
-			lv, err := l(x)
-			if err != nil {
-				return false, err
-			}
-			rv, err := r(x)
-			if err != nil {
-				return false, err
-			}
-			return lv == rv, x.spend(1 + uint64(min(len(lv), len(rv)))/10)
-		}
+		eq = equal(l, r, func(a, b string) uint64 { return 1 + uint64(min(len(a), len(b)))/10 })
 	case types.IntKind:
 		l, r := c.integer(le), c.integer(re)
 		if l == nil || r == nil {
 			return nil
 		}
-		eq = func(x *fastCtx) (bool, error) {
-			lv, err := l(x)
-			if err != nil {
-				return false, err
-			}
-			rv, err := r(x)
-			if err != nil {
-				return false, err
-			}
-			return lv == rv, x.spend(1)
-		}
+		eq = equal(l, r, unitCost[int64])
 	case types.BoolKind:
 		l, r := c.boolean(le), c.boolean(re)
 		if l == nil || r == nil {
 			return nil
 		}
-		eq = func(x *fastCtx) (bool, error) {
-			lv, err := l(x)
-			if err != nil {
-				return false, err
-			}
-			rv, err := r(x)
-			if err != nil {
-				return false, err
-			}
-			return lv == rv, x.spend(1)
-		}
+		eq = equal(l, r, unitCost[bool])
 	default:
 		return nil
 	}
@@ -294,6 +264,24 @@ func (c *fastCompiler) equality(negate bool, le, re ast.Expr) fBool {
 		return !v && err == nil, err
 	}
 }
+
+// equal compares the values of l and r, both evaluated in order (an error
+// of either is the result), spending cost(l, r).
+func equal[T comparable](l, r func(*fastCtx) (T, error), cost func(a, b T) uint64) fBool {
+	return func(x *fastCtx) (bool, error) {
+		lv, err := l(x)
+		if err != nil {
+			return false, err
+		}
+		rv, err := r(x)
+		if err != nil {
+			return false, err
+		}
+		return lv == rv, x.spend(cost(lv, rv))
+	}
+}
+
+func unitCost[T any](T, T) uint64 { return 1 }
 
 func (c *fastCompiler) member(fn string, target ast.Expr, args []ast.Expr) fBool {
 	if len(args) != 1 {
