@@ -19,11 +19,12 @@ import (
 	"github.com/harness-runtime/harness/sanitize"
 )
 
-// auditLog writes a log of n records and returns its path and content.
-func auditLog(t *testing.T, n int) (string, []byte) {
+// auditLog writes a log of n records (with opts) and returns its path and
+// content.
+func auditLog(t *testing.T, n int, opts ...audit.Option) (string, []byte) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	l, err := audit.OpenJSONL(path, audit.WithInstance("cli-test"))
+	l, err := audit.OpenJSONL(path, append([]audit.Option{audit.WithInstance("cli-test")}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,27 +217,11 @@ func TestAuditVerifyCommandPostgres(t *testing.T) {
 	}
 }
 
-// keyedAuditLog writes a log of n records keyed with key and returns its
+// keyedAuditLog writes a log of n records (keyed when opts give a key) and returns its
 // path and lines.
-func keyedAuditLog(t *testing.T, key []byte, n int, opts ...audit.Option) (string, [][]byte) {
+func keyedAuditLog(t *testing.T, n int, opts ...audit.Option) (string, [][]byte) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	l, err := audit.OpenJSONL(path, append([]audit.Option{audit.WithInstance("cli-test")}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range n {
-		if _, err := l.Append(context.Background(), map[string]any{"kind": "pre_action", "i": i}, false); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, data := auditLog(t, n, opts...)
 	return path, bytes.SplitAfter(data, []byte("\n"))[:n]
 }
 
@@ -254,13 +239,13 @@ func TestAuditVerifyKeyed(t *testing.T) {
 		t.Fatal(err)
 	}
 	otherKey := bytes.Repeat([]byte{9}, 32)
-	good, L := keyedAuditLog(t, key, 4, audit.WithKey(key))
+	good, L := keyedAuditLog(t, 4, audit.WithKey(key))
 	join := func(parts ...[]byte) string { return writeTemp(t, bytes.Join(parts, nil)) }
 	// Rewrites by a writer without the key: the same events, written as a
 	// fresh chain unkeyed or under a key of its own.
-	_, unkeyedL := keyedAuditLog(t, nil, 4)
-	_, otherL := keyedAuditLog(t, otherKey, 4, audit.WithKey(otherKey))
-	legacy, _ := keyedAuditLog(t, nil, 3)
+	_, unkeyedL := keyedAuditLog(t, 4)
+	_, otherL := keyedAuditLog(t, 4, audit.WithKey(otherKey))
+	legacy, _ := keyedAuditLog(t, 3)
 	dir := t.TempDir()
 	linkedLog := filepath.Join(dir, "linked.jsonl")
 	if err := os.Symlink(good, linkedLog); err != nil {
@@ -331,8 +316,8 @@ func TestAuditVerifyKeyed(t *testing.T) {
 func TestAuditVerifyWithoutKey(t *testing.T) {
 	keyPath := isolateKey(t)
 	key := bytes.Repeat([]byte{3}, 32)
-	keyed, _ := keyedAuditLog(t, key, 2, audit.WithKey(key))
-	unkeyed, _ := keyedAuditLog(t, nil, 2)
+	keyed, _ := keyedAuditLog(t, 2, audit.WithKey(key))
+	unkeyed, _ := keyedAuditLog(t, 2)
 
 	code, stdout, stderr := runHarness("audit", "verify", unkeyed)
 	if code != 0 || !strings.Contains(stdout, "(unkeyed: ") || !strings.Contains(stderr, "no key at "+keyPath) {
