@@ -43,12 +43,16 @@ eval:
 	$(GO) run ./cmd/harness-eval
 
 # Debian packages the tests and benchmarks use: ripgrep (search benchmark
-# baseline), git (workspace git tests), patch (patch benchmark baseline).
+# baseline), git (workspace git tests), patch (patch benchmark baseline),
+# chromium and chromium-driver (the console's browser tests), and Flask and
+# websockets for Debian's python3 (the AHP interoperability peers).
 tools:
 	@missing=""; \
-	for t in rg:ripgrep git:git patch:patch; do \
+	for t in rg:ripgrep git:git patch:patch chromium:chromium chromedriver:chromium-driver; do \
 	  command -v $${t%%:*} >/dev/null 2>&1 || missing="$$missing $${t##*:}"; \
 	done; \
+	/usr/bin/python3 -c 'import flask' >/dev/null 2>&1 || missing="$$missing python3-flask"; \
+	/usr/bin/python3 -c 'import websockets' >/dev/null 2>&1 || missing="$$missing python3-websockets"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing$$missing"; \
 	  $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
@@ -98,6 +102,8 @@ contract: build
 	bash ../shared/contract/trusted.sh
 	bash ../shared/contract/pipeline.sh
 	bash ../shared/contract/firstrun.sh
+	bash ../shared/contract/rules.sh
+	bash ../shared/contract/approvals.sh
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
