@@ -61,6 +61,7 @@ type Server struct {
 	flow      TrustFlow
 	pending   pendingTokens
 	disabled  map[string]bool
+	roots     *rootsGate
 	syncMu    sync.Mutex
 }
 
@@ -102,6 +103,8 @@ func NewServer(h *runtime.Harness, cfg *config.Config, opts ...ServerOption) (*S
 			"Every result carries the observation (status, code, message, payload) as structured content; "+
 			"a payload field listed in the payload's in_text (a file's content, a listing's entries) is in the text block instead."),
 	)
+	s.roots = newRootsGate(cfg.Harness.Workspace.Root)
+	s.srv.AddNotificationHandler(mcpgo.MethodNotificationRootsListChanged, s.onRootsChanged)
 	s.disabled = map[string]bool{}
 	for _, n := range cfg.Harness.DisabledActions {
 		s.disabled[n] = true
@@ -189,6 +192,9 @@ func (s *Server) handlerFor(name string) mcpserver.ToolHandlerFunc {
 		var sessionID string
 		if sess := mcpserver.ClientSessionFromContext(ctx); sess != nil {
 			sessionID = sess.SessionID()
+		}
+		if res := s.checkRoots(ctx, name, &req); res != nil {
+			return res, nil
 		}
 		a, refused := s.actionFor(name, req.Params.Arguments, sessionID, clientName(ctx))
 		if refused == nil && s.needsConfirmation(name) {
