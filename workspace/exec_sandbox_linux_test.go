@@ -532,6 +532,16 @@ func TestSandboxPreviewSaysWhatIsReadOnly(t *testing.T) {
 	if slices.Contains(pv["sandbox_read"].([]string), "/etc") {
 		t.Fatalf("/etc is readable as a whole: %v", pv["sandbox_read"])
 	}
+	// Each path is listed once, in one list: a write grant implies read.
+	seen := map[string]string{}
+	for _, list := range []string{"sandbox_read", "sandbox_write", "sandbox_read_only"} {
+		for _, p := range pv[list].([]string) {
+			if prev, dup := seen[p]; dup {
+				t.Errorf("%s is listed in %s and again in %s", p, prev, list)
+			}
+			seen[p] = list
+		}
+	}
 }
 
 // TestSandboxRefusesUnprotectableGitDir: a .git (or .harness) that is a
