@@ -211,12 +211,15 @@ func placeholderValue(v string) bool {
 	// Elisions, redactions and AWS's documented examples
 	// (AKIAIOSFODNN7EXAMPLE) show near the start; looking no further keeps
 	// text glued after a real value from hiding it.
-	if head := v[:min(len(v), 16)]; strings.Contains(head, "...") || containsFold(head, "redacted") ||
+	if head := v[:min(len(v), 16)]; strings.Contains(head, "...") || containsFold(v[:min(len(v), 32)], "redacted") ||
 		strings.Contains(v[:min(len(v), 20)], "EXAMPLE") {
 		return true
 	}
 	if strings.Contains(v, " = ") {
 		return true // code: `token = "name = …"`
+	}
+	if masked(v) || artifactVersion(v) {
+		return true
 	}
 	if len(v) <= 16 {
 		var buf [16]byte
@@ -229,6 +232,67 @@ func placeholderValue(v string) bool {
 		}
 	}
 	return constantName(v) || codeRef(v)
+}
+
+// masked reports whether a value is mostly mask ('x', 'X', '*', '#': at
+// least half of its bytes besides separators) or ends in a run of eight
+// or more of one mask byte ("xoxp-5723…-####…", "sk-abc…********"): a
+// secret shown masked, or a template of one.
+func masked(v string) bool {
+	n, m, run := 0, 0, 0
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch c {
+		case '-', '_', '.', '~', ':', '/':
+			run = 0
+			continue
+		}
+		n++
+		if c == 'x' || c == 'X' || c == '*' || c == '#' {
+			m++
+			if i > 0 && c == v[i-1] {
+				run++
+			} else {
+				run = 1
+			}
+		} else {
+			run = 0
+		}
+	}
+	return n > 0 && 2*m >= n || run >= 8
+}
+
+// artifactVersion reports whether v names a package at a version, a
+// name of lower-case words and a dotted version after its last '-'
+// ("jjwt-jackson-0.11.2", Maven's group:artifact:version).
+func artifactVersion(v string) bool {
+	d := strings.LastIndexByte(v, '-')
+	if d <= 0 {
+		return false
+	}
+	for i := 0; i < d; i++ {
+		if c := v[i]; !isLower(c) && c != '-' && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	dots, digits := 0, 0
+	for i := d + 1; i < len(v); i++ {
+		switch c := v[i]; {
+		case c == '.':
+			if digits == 0 {
+				return false
+			}
+			dots, digits = dots+1, 0
+		case c >= '0' && c <= '9':
+			digits++
+			if digits > 4 {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return dots >= 1 && digits > 0 && isLower(v[0])
 }
 
 // constantName: upper-case words joined by '_' or '-' ("ACCESS_TOKEN",

@@ -26,11 +26,13 @@ func (sc *scanner) runAt(a, e int) (int, int) {
 	s := sc.s
 	if e-a >= 40 {
 		// A bare AWS secret access key: a 40-byte [A-Za-z0-9+/] piece
-		// between other bytes ('-' and '_' end it too).
+		// between other bytes ('-' and '_' end it too). A piece after '_'
+		// is the tail of an identifier or of another token
+		// ("sgp_local_…"), not a key on its own.
 		p := a
 		for q := a; q <= e; q++ {
 			if q == e || s[q] == '-' || s[q] == '_' {
-				if q-p == 40 && awsSecretShape(s[p:q]) {
+				if q-p == 40 && (p == a || s[p-1] != '_') && awsSecretShape(s[p:q]) {
 					return p, sc.widen(p+1, q)
 				}
 				p = q + 1

@@ -311,9 +311,12 @@ func table(rows []*familyScore, total *familyScore) string {
 
 // TestGitleaksCorpus checks the sanitizer against gitleaks on gitleaks'
 // own examples: in every rule family, at least 95% of what gitleaks finds,
-// as written and each secret alone; at most 10% of the negative examples
-// changed, known public samples and path-only negatives set aside (and at
-// most 15% of all of them).
+// as written and each secret alone; at most 10% of all the negative
+// examples changed (the target), and at most 5% once known public
+// samples and path-only negatives are set aside. The totals are pinned
+// too, so that narrowing a rule cannot trade recall for fewer alarms
+// unnoticed: at most 8 of the true positives as written missed, none of
+// the secrets gitleaks finds alone.
 func TestGitleaksCorpus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds about 220 gitleaks detectors")
@@ -334,15 +337,30 @@ func TestGitleaksCorpus(t *testing.T) {
 				f.family, 100*f.writtenRatio(), 100*f.aloneRatio(), strings.Join(f.misses, "\n"))
 		}
 	}
-	if all, rest := total.falseAlarmRates(); rest > 0.10 || all > 0.15 {
+	if missed := total.written - total.writtenOurs; missed > maxWrittenMissed || total.aloneOurs < total.aloneGL {
+		var misses []string
+		for _, f := range rows {
+			misses = append(misses, f.misses...)
+		}
+		t.Errorf("recall fell: %d of %d true positives as written missed (want <= %d), %d of %d secrets alone caught:\n%s",
+			missed, total.written, maxWrittenMissed, total.aloneOurs, total.aloneGL, strings.Join(misses, "\n"))
+	}
+	if all, rest := total.falseAlarmRates(); rest > 0.05 || all > 0.10 {
 		var alarms []string
 		for _, f := range rows {
 			alarms = append(alarms, f.alarms...)
 		}
-		t.Errorf("false alarms on %.1f%% of the negatives (%.1f%% of all), want <= 10%% (15%%):\n%s",
-			100*rest, 100*all, strings.Join(alarms, "\n"))
+		t.Errorf("false alarms on %.1f%% of all the negatives (%.1f%% of those left), want <= 10%% (5%%):\n%s",
+			100*all, 100*rest, strings.Join(alarms, "\n"))
 	}
 }
+
+// maxWrittenMissed is how many of the corpus's true positives as written
+// the sanitizer may miss: rules that gitleaks applies by a provider's name
+// beside a bare UUID or hex value ("HEROKU_KEY = \"12345678-ABCD-…\"",
+// "cloudflare: \"0574…\""), which the sanitizer cannot tell from an
+// identifier, and one curl form.
+const maxWrittenMissed = 8
 
 var tableOnce sync.Once
 

@@ -23,7 +23,12 @@ import "strings"
 // A name whose last word says it is about a secret rather than the
 // secret ("secret_name", "password_length", "token_type", "secret_arn")
 // is not secret, nor is one whose last word follows "public" or
-// "publishable" ("publicToken"). Digits ending a word or forming one are
+// "publishable" ("publicToken"), nor one whose last word is id after a
+// word other than secret ("UserSecretsId", "token_id"; Vault's
+// "secret_id" stays), nor one whose first word says the value is made up
+// ("fakeToken", "dummy_password", "nonMatchingToken"), nor an
+// anti-forgery token's ("csrf-token", "authenticity_token"), a nonce
+// every browser that loads the page is given. Digits ending a word or forming one are
 // ignored ("password2", "api_token_123"). It does not allocate.
 func sensitiveName(name string) bool {
 	if len(name) > 7 && name[:7] == "BUNDLE_" && strings.Contains(name[7:], "__") {
@@ -32,6 +37,7 @@ func sensitiveName(name string) bool {
 	var prevBuf, lastBuf [16]byte
 	var prev, last []byte
 	sumo, secret := false, false
+	words := 0
 	for i := 0; i < len(name); {
 		for i < len(name) && !isAlnum(name[i]) {
 			i++
@@ -62,6 +68,10 @@ func sensitiveName(name string) bool {
 		prev = prevBuf[:len(last)]
 		// Only a word's last 16 bytes matter: every suffix below is shorter.
 		last = lower(lastBuf[:0], name[max(i, w-16):w])
+		if words == 0 && notRealWord(last) || antiForgeryWord(last) {
+			return false
+		}
+		words++
 		if anyWordSecret(last) {
 			secret = true
 		}
@@ -70,6 +80,9 @@ func sensitiveName(name string) bool {
 	}
 	if len(last) == 0 || metadataWord(last) || string(prev) == "public" || string(prev) == "publishable" {
 		return false
+	}
+	if (string(last) == "id" || string(last) == "ids") && string(prev) != "secret" && !sumo {
+		return false // the identifier of a secret ("UserSecretsId", "token_id"), not the secret
 	}
 	if secret {
 		return true
@@ -102,6 +115,28 @@ func metadataWord(w []byte) bool {
 	case "name", "names", "length", "len", "size", "count", "type", "path", "file", "dir",
 		"ref", "version", "prefix", "suffix", "format", "policy", "ttl", "expiry", "expires",
 		"expiration", "url", "uri", "arn", "label", "field", "env", "var":
+		return true
+	}
+	return false
+}
+
+// notRealWord: a first word that says the value is not a real secret
+// ("fakeToken", "dummy_password", "invalidApiKey", "nonMatchingToken"):
+// test fixtures name their made-up credentials so.
+func notRealWord(w []byte) bool {
+	switch string(w) {
+	case "fake", "dummy", "mock", "bogus", "invalid", "example", "sample", "placeholder", "non", "not":
+		return true
+	}
+	return false
+}
+
+// antiForgeryWord: a word of an anti-forgery token's name ("csrf-token",
+// "authenticity_token", "X-XSRF-TOKEN"). Such a token is a per-page nonce
+// served to every browser that loads the page, not a credential.
+func antiForgeryWord(w []byte) bool {
+	switch string(w) {
+	case "csrf", "xsrf", "authenticity", "csrftoken", "xsrftoken":
 		return true
 	}
 	return false

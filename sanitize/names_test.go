@@ -11,7 +11,7 @@ func TestSensitiveName(t *testing.T) {
 		{"passwd", true}, {"passphrase", true}, {"password_hash", true}, {"--password", true},
 		{"secret", true}, {"client_secret", true}, {"clientSecret", true},
 		{"AWS_SECRET_ACCESS_KEY", true}, {"token", true}, {"access_token", true}, {"refreshToken", true},
-		{"GITHUB_TOKEN", true}, {"csrftoken", true}, {"x-amz-security-token", true},
+		{"GITHUB_TOKEN", true}, {"x-amz-security-token", true},
 		{"api_key", true}, {"apiKey", true}, {"APIKey", true}, {"x-api-key", true}, {"apikey", true},
 		{"access_key", true}, {"private_key", true}, {"secret_key", true}, {"signingKey", true},
 		{"AZURE_STORAGE_KEY", true}, {"Ocp-Apim-Subscription-Key", true},
@@ -27,7 +27,12 @@ func TestSensitiveName(t *testing.T) {
 		// About a secret, not the secret.
 		{"secret_name", false}, {"LLM_SECRET_NAME", false}, {"secret_length", false}, {"password_file", false},
 		{"token_type", false}, {"SECRET_ARN", false}, {"publicToken", false}, {"publishable_key", false},
-		{"secret_id", true}, {"SecretId", true},
+		{"secret_id", true}, {"SecretId", true}, {"UserSecretsId", false}, {"token_id", false}, {"api_key_ids", false},
+		// Anti-forgery nonces, served to every browser that loads the page.
+		{"csrftoken", false}, {"csrf-token", false}, {"X-XSRF-TOKEN", false}, {"authenticity_token", false},
+		// Names that say the value is made up (a shape still matches whatever the name).
+		{"fakeToken", false}, {"dummy_password", false}, {"nonMatchingToken", false}, {"INVALID_API_KEY", false},
+		{"mock_secret", false}, {"test_token", true}, {"my_fake_token", true},
 		// Numbers, abbreviations and providers' names.
 		{"password2", true}, {"api_token_123", true}, {"TOKEN_1", true}, {"creds", true}, {"aws_creds", true},
 		{"SONAR_LOGIN", true}, {"sonar.login", true}, {"login", false}, {"user_login", false},

@@ -1062,8 +1062,22 @@ func (sc *scanner) assignmentAt(i int) (int, int) {
 	switch v := s[a:e]; {
 	case v == "null", v == "true", v == "false", v == "None", v == "nil", placeholderValue(v):
 		return i, i
+	case v[len(v)-1] == ':':
+		return i, i // code: `token = "token: …"`, the name of another value
+	case len(v) < minKeyValue && !passwordName(s[n+1:j+1]):
+		return i, i // too short for a key or token ("SUMO_ACCESS_KEY: AbCeFG123")
 	}
 	return a, sc.widen(a, e)
+}
+
+// minKeyValue is the shortest value taken for a key or token by its name
+// alone; passwords can be shorter.
+const minKeyValue = 10
+
+// passwordName reports whether a secret name names a password (or a pass
+// phrase, a PIN), whose value may be short.
+func passwordName(name string) bool {
+	return containsFold(name, "pass") || containsFold(name, "pwd") || containsFold(name, "secret")
 }
 
 // nameBefore returns the identifier ending at or before s[j], after

@@ -127,6 +127,10 @@ func secretCases() []secretCase {
 		{"openssh private key pem", fakeOpenSSHKey, fakeOpenSSHKey},
 		{"ec private key with escaped newlines", `{"pem":"` + fakeECKeyEscaped + `"}`, fakeECKeyEscaped},
 		{"private key without end line", "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC", "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC"},
+		{"sourcegraph token", "SRC_ACCESS_TOKEN_FILE sgp_AaD80dc6E02eCAE1_d3cba16CC0F18fA14A2EFB61CbDFceEBf9fAD16b", "sgp_AaD80dc6E02eCAE1_d3cba16CC0F18fA14A2EFB61CbDFceEBf9fAD16b"},
+		{"sourcegraph local token", "use sgp_local_d7dfFD43cF2503B1da673EB560aAa3e80f16FA42 here", "sgp_local_d7dfFD43cF2503B1da673EB560aAa3e80f16FA42"},
+		{"short password", "password: abc12", "abc12"},
+		{"key of ten bytes", "api_key=Ab3dE6gH9k", "Ab3dE6gH9k"},
 		{"private key after name", "private_key: -----BEGIN PRIVATE KEY----- MIIEvQIBADANBgkqhkiG9w0BAQEFAASC -----END PRIVATE KEY-----", "-----BEGIN PRIVATE KEY----- MIIEvQIBADANBgkqhkiG9w0BAQEFAASC -----END PRIVATE KEY-----"},
 	}
 }
@@ -184,6 +188,17 @@ func TestStringKeepsNearMisses(t *testing.T) {
 		{"go code", "func (s *Server) Token() string { return s.tok }\nx := map[string]int{\"a\": 1}"},
 		{"comparison", "if password == nil { return }"},
 		{"eyJ short", "eyJhbGciOi is a prefix"},
+		{"masked token", `"token4": "xoxp-572370529330-573807301142-572331691188-####################"`},
+		{"token template of x", "oc login --token=sha256~_xxxxxx_xxxxxxxxxxxxxxxxxxxxxx-xxxxxxxxxx-X --server=https://api.x:6443"},
+		{"redacted later in the value", "fn::secret: ops_eyJzaWduSW5B..[Redacted]"},
+		{"artifact at a version", `notes = "Maven - io.jsonwebtoken:jjwt-jackson-0.11.2"`},
+		{"key too short for one", "SUMO_ACCESS_KEY: AbCeFG123"},
+		{"value naming another value", `api_token = "token:"`},
+		{"csrf token", "csrf-token=Mj2qykJO5rELyHgezQ69nzUX0i3OH67V7+V4eUrLfpuyOuxmiW9rhROG/Whikle15syazJOkrjJa3U2AbhIvUw=="},
+		{"rails authenticity token", `<input type="hidden" name="authenticity_token" value="7SWa-Fo1_hsC6oovfBsJFLGPUl2EhkSWPbJhWANwgaJWBDl1vxd9VNqXTNAefsJqzIRYaZEfYZLffa31rw8zJA" />`},
+		{"identifier of a secret", "  <UserSecretsId>79a3edd0-2092-40a2-a04d-dcb46d5ca9ed</UserSecretsId>"},
+		{"made-up token in a test", `nonMatchingToken := "76m4zjlp9tl0t79v"`},
+		{"40 bytes ending an identifier", "sgp_local_d45b6G86aBb0F2Cee943902dbaDBCFCFDD1dA089"},
 		{"base64 blob", "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="},
 	}
 	for _, tc := range cases {

@@ -339,6 +339,9 @@ var shapes = []shape{
 	{prefix: "sm_aat_", bound: true, segs: settlemintSegs, entropy: 3},
 	{prefix: "sm_pat_", bound: true, segs: settlemintSegs, entropy: 3},
 	{prefix: "sm_sat_", bound: true, segs: settlemintSegs, entropy: 3},
+	{prefix: "sgp_local_", bound: true, endBound: true, segs: []seg{{cls: clsHexAny, min: 40, max: 40}}, entropy: 3}, // Sourcegraph
+	{prefix: "sgp_", bound: true, endBound: true, segs: []seg{{cls: clsHexAny, min: 16, max: 16, lit: "_"}, {cls: clsHexAny, min: 40, max: 40}}, entropy: 3},
+	{prefix: "sgp_", bound: true, endBound: true, segs: []seg{{cls: clsHexAny, min: 40, max: 40}}, entropy: 3},
 	{prefix: "AKCp", bound: true, segs: []seg{{cls: clsAlnum, min: 69, max: 69}}, entropy: 4.5}, // Artifactory
 	{prefix: "cmVmd", bound: true, segs: []seg{{cls: clsAlnum, min: 59, max: 59}}, entropy: 4.5},
 	{prefix: "fio-u-", segs: []seg{{cls: clsURL64Eq, min: 64, max: 64}}},                                                         // Frame.io
