@@ -37,6 +37,7 @@ type HarnessConfig struct {
 	Workspace             WorkspaceConfig     `yaml:"workspace"`
 	MCP                   MCPConfig           `yaml:"mcp"`
 	Governance            GovernanceConfig    `yaml:"governance"`
+	AHP                   AHPConfig           `yaml:"ahp"`
 	Trusted               TrustedConfig       `yaml:"trusted"`
 	Audit                 AuditConfig         `yaml:"audit"`
 	Auth                  AuthConfig          `yaml:"auth"`
@@ -298,6 +299,7 @@ func (c *Config) Resolve() {
 		h.HTTP.Addr = DefaultAddr
 	}
 	h.Governance.resolve()
+	h.AHP.resolve()
 	setDefault(&h.RedactObservations, prod)
 }
 

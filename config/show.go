@@ -42,6 +42,12 @@ func (c *Config) Redacted() *Config {
 			h.MCP.Servers[name] = s
 		}
 	}
+	sv := &h.AHP.Supervisor
+	sv.URL = redactURL(sv.URL)
+	sv.Command = redactArgs(sv.Command)
+	if envRef.ReplaceAllString(sv.APIKey, "") != "" {
+		sv.APIKey = Hidden
+	}
 	return &r
 }
 

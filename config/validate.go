@@ -70,6 +70,7 @@ func (d *decoder) check(c *Config, o *options) {
 	}
 	d.problems = append(d.problems, c.Harness.checkActions(o, d.at)...)
 	d.problems = append(d.problems, c.Harness.checkRules(o, d.at)...)
+	d.problems = append(d.problems, c.Harness.checkAHP(d.at)...)
 }
 
 // at places the value at the validator's namespace ns: its own line when
