@@ -110,6 +110,22 @@
 // processes that share an instance name take turns instead of forking the
 // chain.
 //
+// Besides these, the table has replay columns, added to an older table
+// when a log opens it (see Replay below): pos bigserial (one order across
+// the table's chains), and session_id, task_id, tenant and replay_keys,
+// which an append fills from its event. No record text, hash or seq
+// changes, so the chain verifies as before.
+//
+// # Replay and live events
+//
+// Replay (*JSONL and *Postgres are Replayers) reads the records of one
+// session or task back in the order of the log, one bounded page at a
+// time: AHP events by their session_id and payload.task_id, other records
+// (token mints, approvals) by the session_id they carry. A Hub, given to
+// a log WithHub (or wrapped around an Appender with Publishing), hands
+// each record appended to live subscribers without ever waiting for
+// them: a subscriber that falls behind is dropped.
+//
 // # What the chain does not prove
 //
 // A hash chain without an outside anchor cannot show that whole records

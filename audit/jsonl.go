@@ -37,6 +37,7 @@ type JSONL struct {
 	key      *chainKey // nil: records are unkeyed
 	now      func() time.Time
 	log      *slog.Logger
+	hub      *Hub // nil: records are not published
 	syncFile func(*os.File) error
 	seq      uint64 // head of the chain as of this log's last look
 	prev     string
@@ -49,6 +50,9 @@ type JSONL struct {
 	// and is read by the fsync leader without it.
 	written atomic.Uint64
 	gc      groupCommit
+
+	// marks speed up Replay's cursor (see replay_jsonl.go).
+	marks replayMarks
 
 	// The write queue: appenders queue their events; one at a time
 	// (writing) writes all that are queued.
@@ -113,7 +117,7 @@ func OpenJSONL(path string, opts ...Option) (*JSONL, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit: open %s: %w", path, err)
 	}
-	l := &JSONL{path: path, rw: rw, instance: cfg.instance, key: key, now: cfg.now, log: cfg.log,
+	l := &JSONL{path: path, rw: rw, instance: cfg.instance, key: key, now: cfg.now, log: cfg.log, hub: cfg.hub,
 		syncFile: (*os.File).Sync, prev: ZeroHash, end: -1}
 	if err := l.open(); err != nil {
 		rw.Close()
@@ -465,6 +469,14 @@ func (l *JSONL) writeBatch(batch []appendReq) []appendResult {
 	l.seq, l.prev, l.end = seq, prev, l.end+int64(len(buf))
 	l.keyed = l.keyed || l.key != nil
 	l.written.Store(n)
+	if l.hub != nil {
+		// Under mu: the hub sees the records in the order of the chain.
+		for _, r := range results {
+			if r.err == nil {
+				l.hub.Publish(r.rec)
+			}
+		}
+	}
 	if testHookBatch != nil {
 		testHookBatch(len(batch))
 	}

@@ -52,6 +52,7 @@ type config struct {
 	keySet       bool
 	allowUnkeyed bool
 	log          *slog.Logger
+	hub          *Hub
 }
 
 // WithLogger gives a log the logger its warnings go to (a torn line moved

@@ -49,6 +49,15 @@ type Postgres struct {
 	now      func() time.Time
 	log      *slog.Logger
 	closed   bool
+	hub      *Hub // nil: records are not published
+
+	// replayCols says that the table has the replay columns (pos,
+	// session_id, task_id, tenant, replay_keys); see ensureReplay.
+	replayCols bool
+	// Replays read on their own connection, so that they never hold up
+	// an append.
+	rmu   sync.Mutex
+	rconn *pgx.Conn
 }
 
 var _ Log = (*Postgres)(nil)
@@ -101,11 +110,14 @@ func OpenPostgres(ctx context.Context, dsn, instance string, opts ...Option) (*P
 		return nil, fmt.Errorf("audit: open postgres: %w", err)
 	}
 	p := &Postgres{cc: pc, table: table, ident: quoteTable(table), instance: instance, key: key, now: cfg.now, log: cfg.log,
-		lockKey: lockKey("chain", table, instance)}
+		lockKey: lockKey("chain", table, instance), hub: cfg.hub}
 	if err := p.connect(ctx); err != nil {
 		return nil, err
 	}
 	err = p.ensureTable(ctx)
+	if err == nil {
+		err = p.ensureReplay(ctx)
+	}
 	if err == nil {
 		err = p.checkHead(ctx)
 	}
@@ -251,6 +263,7 @@ func (p *Postgres) Append(ctx context.Context, event any, durable bool) (Record,
 	if err != nil {
 		return Record{}, fmt.Errorf("audit append: event: %w", err)
 	}
+	keys := columnKeys(keysOf(ev))
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -286,12 +299,22 @@ func (p *Postgres) Append(ctx context.Context, event any, durable bool) (Record,
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO `+p.ident+` (instance, seq, time, hash, record) VALUES ($1, $2, $3, $4, $5)`,
-			p.instance, int64(rec.Seq), rec.Time, rec.Hash, string(line))
+		if !p.replayCols {
+			_, err = tx.Exec(ctx, `INSERT INTO `+p.ident+` (instance, seq, time, hash, record) VALUES ($1, $2, $3, $4, $5)`,
+				p.instance, int64(rec.Seq), rec.Time, rec.Hash, string(line))
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO `+p.ident+` (instance, seq, time, hash, record, replay_keys, session_id, task_id, tenant)
+			VALUES ($1, $2, $3, $4, $5, 1, $6, $7, $8)`,
+			p.instance, int64(rec.Seq), rec.Time, rec.Hash, string(line), keys.session, keys.task, keys.tenant)
 		return err
 	})
 	if err != nil {
 		return Record{}, fmt.Errorf("audit append to %s (instance %q): %w", p.table, p.instance, err)
+	}
+	if p.hub != nil {
+		// Under mu: the hub sees this process's records in chain order.
+		p.hub.Publish(rec)
 	}
 	return rec, nil
 }
@@ -311,11 +334,12 @@ func (p *Postgres) Close() error {
 		return nil
 	}
 	p.closed = true
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	p.closeReplay(ctx)
 	if p.conn == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	if err := p.conn.Close(ctx); err != nil {
 		return fmt.Errorf("audit close %s: %w", p.table, err)
 	}
