@@ -25,6 +25,12 @@ type RuleConfig struct {
 	// Examples are inputs the rule must and must not match, checked at
 	// start: a rule that does not do what its author meant stops start-up.
 	Examples RuleExamples `yaml:"examples,omitempty"`
+	// Redact false exempts the observation of an action this rule decides
+	// and lets run (allow, or ask once a person approved) from
+	// harness.redact-observations: a trusted fixture full of sample keys
+	// reaches the model as written. Omitted or true: redacted as
+	// configured. A deny rule cannot set it (nothing runs).
+	Redact *bool `yaml:"redact,omitempty"`
 }
 
 // RuleExamples are a rule's example inputs.
@@ -155,6 +161,7 @@ func (h *HarnessConfig) PolicyRules() []policy.Rule {
 		out[i] = policy.Rule{
 			ID: r.ID, Actions: r.Actions, When: r.When, Outcome: policy.Outcome(r.Outcome),
 			Reason: r.Reason, Match: r.Examples.Match, NotMatch: r.Examples.NotMatch,
+			Unredacted: r.Redact != nil && !*r.Redact,
 		}
 	}
 	return out

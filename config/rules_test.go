@@ -189,3 +189,44 @@ func TestRulesOfAConfigBuiltInGo(t *testing.T) {
 	require.Error(t, err)
 	assert.True(t, strings.Contains(err.Error(), "rule bad: when:"), err.Error())
 }
+
+// TestRulesRedactFalse: a rule's redact: false reaches the guard (the
+// deciding rule marks the request unredacted); on a deny rule it is a
+// problem at its own line, in the configuration's terms.
+func TestRulesRedactFalse(t *testing.T) {
+	c, err := Parse("h.yaml", []byte(`harness:
+  redact-observations: true
+  rules:
+    - id: fixtures-as-written
+      actions: [workspace_read_file]
+      when: 'glob(path, "testdata/**")'
+      outcome: allow
+      redact: false
+      examples: {match: [{path: testdata/keys.txt}], not_match: [{path: main.go}]}
+`))
+	require.NoError(t, err)
+	s, err := c.RuleSet(schema.Catalog())
+	require.NoError(t, err)
+	req := &policy.Request{Action: action.Action{Name: "workspace_read_file", Input: map[string]any{"path": "testdata/keys.txt"}}}
+	s.Decide(context.Background(), req)
+	assert.Equal(t, "fixtures-as-written", req.Unredacted)
+	req = &policy.Request{Action: action.Action{Name: "workspace_read_file", Input: map[string]any{"path": "main.go"}}}
+	s.Decide(context.Background(), req)
+	assert.Empty(t, req.Unredacted)
+
+	_, err = Parse("h.yaml", []byte(`harness:
+  rules:
+    - id: no-pem
+      when: 'glob(path, "**/*.pem")'
+      outcome: deny
+      redact: false
+    - id: yes-redact
+      outcome: allow
+      redact: true
+`))
+	var ce *ConfigError
+	require.ErrorAs(t, err, &ce)
+	assert.Equal(t, []string{
+		`line 6: harness.rules[0].redact: rule no-pem: false exempts from redaction what a rule lets run, and a deny rule runs nothing: use allow or ask`,
+	}, ce.Problems)
+}

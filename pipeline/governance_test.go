@@ -215,3 +215,41 @@ func TestRedactedCommandOutputKeepsSecretsFromTheModel(t *testing.T) {
 		})
 	}
 }
+
+// TestRuleWithRedactFalseShowsAFixtureAsWritten: with redact-observations
+// on, a read that a rule with redact: false decides reaches the model as
+// written (a fixture of sample keys), while a read of another file with
+// the same content is redacted; the audit log holds neither secret.
+func TestRuleWithRedactFalseShowsAFixtureAsWritten(t *testing.T) {
+	content := "key " + awsKey + "\ntoken " + githubToken + "\n"
+	p, auditPath := governed(t, `  redact-observations: true
+  rules:
+    - id: fixtures-as-written
+      actions: [workspace_read_file]
+      when: 'glob(path, "fixture-*.txt")'
+      outcome: allow
+      redact: false
+      examples: {match: [{path: fixture-keys.txt}], not_match: [{path: leak.txt}]}
+`, map[string]string{"fixture-keys.txt": content, "leak.txt": content})
+	read := func(path string) action.Observation {
+		obs := p.Execute(context.Background(), action.Action{Name: "workspace_read_file", Input: map[string]any{"path": path}, Trusted: true})
+		require.Equal(t, action.StatusOK, obs.Status, obs.JSON())
+		return obs
+	}
+	fixture := read("fixture-keys.txt")
+	assert.Equal(t, content, fixture.Payload["content"], "the exempted read was changed")
+	assert.NotContains(t, fixture.Payload, "redacted")
+
+	leak := read("leak.txt")
+	text := string(leak.JSON())
+	for _, secret := range []string{awsKey, githubToken} {
+		assert.NotContains(t, text, secret, "a read no rule exempts was not redacted")
+	}
+	assert.Contains(t, leak.Payload, "redacted")
+
+	log, err := os.ReadFile(auditPath)
+	require.NoError(t, err)
+	for _, secret := range []string{awsKey, githubToken} {
+		assert.NotContains(t, string(log), secret, "the audit log's own sanitizer still applies")
+	}
+}

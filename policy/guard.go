@@ -72,6 +72,10 @@ type Request struct {
 	// reserved for the action (nil without governance); the audit
 	// records carry its snapshot and the dispatcher's observer settles it.
 	Governance *Admission
+	// Unredacted is the id of the rule that decided the action and
+	// exempts its observation from redaction (a rule with redact: false);
+	// empty otherwise.
+	Unredacted string
 
 	sanitized     any
 	sanitizedDone bool

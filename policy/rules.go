@@ -69,6 +69,13 @@ type Rule struct {
 	// model would send it) that the rule must and must not match; they
 	// are checked when the rules are compiled.
 	Match, NotMatch []map[string]any
+	// Unredacted exempts the observation of an action this rule decides
+	// (and lets run: allow, or ask once answered) from the redaction of
+	// observations (harness.redact-observations), so that a trusted read
+	// of a fixture full of sample keys reaches the model as written.
+	// The decision sets Request.Unredacted to the rule's id; a deny rule
+	// cannot carry it. The audit log's own sanitizer is not affected.
+	Unredacted bool
 }
 
 // RulesMode says how several matching rules decide.
@@ -190,9 +197,11 @@ type compiledRule struct {
 	index   int
 	outcome Outcome
 	reason  string
-	prg     cel.Program // nil: no condition
-	fast    fBool       // the condition in Go, when it has only forms known there
-	limit   uint64
+	// unredacted: the rule exempts what it lets run from redaction.
+	unredacted bool
+	prg        cel.Program // nil: no condition
+	fast       fBool       // the condition in Go, when it has only forms known there
+	limit      uint64
 }
 
 // rank orders outcomes for Strictest.
@@ -252,7 +261,10 @@ func CompileRules(rules []Rule, opts RulesOptions) (*RuleSet, error) {
 				add("actions["+strconv.Itoa(j)+"]", "a name here cannot be empty")
 			}
 		}
-		c := &compiledRule{id: r.ID, index: i, outcome: r.Outcome, reason: r.Reason, limit: opts.CostLimit}
+		if r.Unredacted && r.Outcome == Deny {
+			add("redact", "false exempts from redaction what a rule lets run, and a deny rule runs nothing: use allow or ask")
+		}
+		c := &compiledRule{id: r.ID, index: i, outcome: r.Outcome, reason: r.Reason, unredacted: r.Unredacted, limit: opts.CostLimit}
 		if strings.TrimSpace(r.When) != "" {
 			prg, fast, whys := env.compile(r.When, opts.CostLimit)
 			for _, why := range whys {
@@ -353,7 +365,7 @@ func (s *RuleSet) Decide(_ context.Context, req *Request) Decision {
 			outcome = Allow // answered when it was previewed or approved
 		}
 		if s.mode == FirstMatch {
-			return r.decision(outcome, err)
+			return r.decide(req, outcome, err)
 		}
 		if best == nil || rank(outcome) > rank(effective(best.outcome, req.Phase)) {
 			best, bestErr = r, err
@@ -365,7 +377,16 @@ func (s *RuleSet) Decide(_ context.Context, req *Request) Decision {
 	if best == nil {
 		return Decision{}
 	}
-	return best.decision(effective(best.outcome, req.Phase), bestErr)
+	return best.decide(req, effective(best.outcome, req.Phase), bestErr)
+}
+
+// decide is the decision of r, the rule that decides req; it marks req
+// unredacted when r exempts what it lets run.
+func (r *compiledRule) decide(req *Request, outcome Outcome, err error) Decision {
+	if r.unredacted && err == nil {
+		req.Unredacted = r.id
+	}
+	return r.decision(outcome, err)
 }
 
 func effective(o Outcome, p Phase) Outcome {

@@ -427,3 +427,46 @@ func TestRulesDecideConcurrently(t *testing.T) {
 		}
 	}
 }
+
+// TestRulesRedactFalseMarksTheRequest: a rule with redact: false
+// (Unredacted) that decides an action marks the request with its id, in
+// first-match and strictest mode alike; a rule that matches but does not
+// decide, or one whose condition failed, does not; a deny rule cannot
+// carry it.
+func TestRulesRedactFalseMarksTheRequest(t *testing.T) {
+	fixtures := policy.Rule{ID: "fixtures-as-written", Actions: []string{"workspace_read_file"}, When: `glob(path, "testdata/**")`, Outcome: policy.Allow, Unredacted: true}
+	askKeys := policy.Rule{ID: "ask-keys", When: `glob(path, "**/*.pem")`, Outcome: policy.Ask}
+	askFixtures := policy.Rule{ID: "ask-fixture-env", When: `glob(path, "testdata/.env")`, Outcome: policy.Ask, Unredacted: true}
+	failing := policy.Rule{ID: "failing", Actions: []string{"workspace_run_shell"}, When: `argv[5] == "x"`, Outcome: policy.Ask, Unredacted: true}
+	cases := []struct {
+		name  string
+		mode  policy.RulesMode
+		rules []policy.Rule
+		a     action.Action
+		phase policy.Phase
+		want  string // the request's Unredacted
+	}{
+		{"the deciding allow rule", policy.FirstMatch, []policy.Rule{fixtures, askKeys}, read("testdata/sample.txt"), policy.PhaseDirect, "fixtures-as-written"},
+		{"a rule that does not match", policy.FirstMatch, []policy.Rule{fixtures, askKeys}, read("src/main.go"), policy.PhaseDirect, ""},
+		{"an earlier rule decides", policy.FirstMatch, []policy.Rule{askKeys, fixtures}, read("testdata/k.pem"), policy.PhaseDirect, ""},
+		{"an ask answered at execute", policy.FirstMatch, []policy.Rule{askFixtures}, read("testdata/.env"), policy.PhaseExecute, "ask-fixture-env"},
+		{"strictest: the stricter rule decides", policy.Strictest, []policy.Rule{fixtures, askKeys}, read("testdata/k.pem"), policy.PhaseDirect, ""},
+		{"strictest: the only matching rule", policy.Strictest, []policy.Rule{fixtures, askKeys}, read("testdata/a.txt"), policy.PhaseDirect, "fixtures-as-written"},
+		{"a condition that failed", policy.FirstMatch, []policy.Rule{failing}, shell("ls"), policy.PhaseExecute, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := compile(t, c.mode, c.rules...)
+			req := &policy.Request{Action: c.a, Phase: c.phase}
+			s.Decide(context.Background(), req)
+			if req.Unredacted != c.want {
+				t.Fatalf("Unredacted = %q, want %q", req.Unredacted, c.want)
+			}
+		})
+	}
+	_, err := policy.CompileRules([]policy.Rule{{ID: "deny-unredacted", Outcome: policy.Deny, Unredacted: true}}, policy.RulesOptions{})
+	var re *policy.RulesError
+	if !errors.As(err, &re) || len(re.Problems) != 1 || re.Problems[0].Field != "redact" || re.Problems[0].ID != "deny-unredacted" {
+		t.Fatalf("a deny rule with redact: false: %v", err)
+	}
+}

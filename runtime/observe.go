@@ -53,12 +53,18 @@ const (
 //
 // What the sanitizer does not recognise passes (see package sanitize); a
 // redacted file's content no longer matches its sha256. The approval
-// preview of an action that waits for a person is not redacted.
+// preview of an action that waits for a person is not redacted, nor is
+// the observation of an action decided by a rule with redact: false
+// (policy.Rule.Unredacted, Request.Unredacted): a deployment's way to
+// show a trusted fixture to the model as written.
 func RedactObservations(s Sanitizer) Observer { return redactor{s} }
 
 type redactor struct{ s Sanitizer }
 
-func (r redactor) Observe(_ context.Context, _ *policy.Request, obs *action.Observation) {
+func (r redactor) Observe(_ context.Context, req *policy.Request, obs *action.Observation) {
+	if req != nil && req.Unredacted != "" {
+		return
+	}
 	var red ahp.Redaction
 	if obs.Payload != nil {
 		out, _ := r.s.Value(obs.Payload, nil).(map[string]any)

@@ -197,3 +197,22 @@ func BenchmarkRedactObservation1MiB(b *testing.B) {
 		bench(b, func() { s.Value(payload(), nil) })
 	})
 }
+
+// TestRedactObservationsSkipsAnUnredactedRule: the observation of an
+// action decided by a rule with redact: false reaches the model as
+// written; the same observation without the rule is redacted.
+func TestRedactObservationsSkipsAnUnredactedRule(t *testing.T) {
+	r := runtime.RedactObservations(wholeSanitizer(t))
+	fresh := func() action.Observation {
+		return action.Observation{Status: action.StatusOK, Payload: map[string]any{"content": "aws_key = " + plantedAWS}}
+	}
+	obs := fresh()
+	r.Observe(context.Background(), &policy.Request{Unredacted: "fixtures-as-written"}, &obs)
+	assert.Equal(t, "aws_key = "+plantedAWS, obs.Payload["content"])
+	assert.NotContains(t, obs.Payload, runtime.RedactedKey)
+
+	obs = fresh()
+	r.Observe(context.Background(), &policy.Request{}, &obs)
+	assert.NotContains(t, obs.Payload["content"], plantedAWS)
+	assert.Contains(t, obs.Payload, runtime.RedactedKey)
+}
