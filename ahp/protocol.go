@@ -122,7 +122,7 @@ func (e WireEvent) MarshalJSON() ([]byte, error) {
 func (e *WireEvent) UnmarshalJSON(data []byte) error {
 	var w wireEventJSON
 	if err := json.Unmarshal(data, &w); err != nil {
-		return err
+		return fieldError(err)
 	}
 	switch {
 	case w.EventType == nil:
@@ -153,6 +153,16 @@ func (e *WireEvent) UnmarshalJSON(data []byte) error {
 		Context: ctx, Metadata: w.Metadata,
 	}
 	return nil
+}
+
+// fieldError says which field of a message had a value of the wrong
+// type, without naming Go types.
+func fieldError(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return fmt.Errorf("invalid value (%s) for field `%s`", te.Value, te.Field)
+	}
+	return err
 }
 
 func missingField(name string) error { return fmt.Errorf("missing field `%s`", name) }
