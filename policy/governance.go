@@ -139,7 +139,7 @@ type GovernanceOptions struct {
 //     counted: the execute that redeems its token is the action.
 //   - the observer (Governor.Observe, called by the dispatcher with every
 //     observation) counts the outcome: errors and refusals (consecutive and
-//     total), bytes written, command time, repeats; and gives back the
+//     total), bytes written and read, command time, repeats; and gives back the
 //     reservation of an action a later guard step refused (trust_required,
 //     for one), since it did not run.
 //
@@ -169,7 +169,10 @@ type GovernanceOptions struct {
 // max-errors by the number in flight; actions and risk are reserved before
 // the action runs and are exact. Bytes written are what a write action's
 // payload reports as bytes_written, else the length of the content or
-// patch it was given.
+// patch it was given; bytes read are what a read action (risk read)
+// brought back: its payload's bytes_read, else the length of its content
+// (workspace_read_file) or of its matching lines (workspace_search_text).
+// Bytes read are counted, not budgeted.
 //
 // Limits of 0 are no limit. Counters only grow within a session; an
 // operator resets them (Governor.Reset, POST /v1/sessions/{id}/reset).
@@ -431,8 +434,12 @@ func (g *Governor) Observe(ctx context.Context, req *Request, obs *action.Observ
 		if o.Failed || o.Refused {
 			o.Result = resultHash(obs)
 		}
-		if adm.changes && obs.Status == action.StatusOK {
-			o.BytesWritten = bytesWritten(req.Action.Input, obs.Payload)
+		if obs.Status == action.StatusOK {
+			if adm.changes {
+				o.BytesWritten = bytesWritten(req.Action.Input, obs.Payload)
+			} else {
+				o.BytesRead = bytesRead(obs.Payload)
+			}
 		}
 		if d, ok := obs.Payload["duration_ms"].(float64); ok && d > 0 {
 			o.CommandMS = int64(d)
@@ -495,6 +502,34 @@ func bytesWritten(input, payload map[string]any) int64 {
 		}
 	}
 	return 0
+}
+
+// bytesRead is what a read brought back: its payload's bytes_read when
+// it reports one, else the length of its content (a file read) or of its
+// matching lines (a search).
+func bytesRead(payload map[string]any) int64 {
+	switch v := payload["bytes_read"].(type) {
+	case int:
+		return int64(v)
+	case int64:
+		return v
+	case float64:
+		return int64(v)
+	}
+	if s, ok := payload["content"].(string); ok {
+		return int64(len(s))
+	}
+	var n int64
+	if ms, ok := payload["matches"].([]any); ok {
+		for _, m := range ms {
+			if mm, ok := m.(map[string]any); ok {
+				if s, ok := mm["text"].(string); ok {
+					n += int64(len(s))
+				}
+			}
+		}
+	}
+	return n
 }
 
 var hashBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}

@@ -66,7 +66,7 @@ func (s *RedisCounters) tenantKey(t string) string      { return s.prefix + "ten
 
 // fields are the session hash's counters in the order the scripts return
 // them (after code, limit and retry for admitScript).
-const counterFields = `'a', 'r', 'e', 'ce', 'f', 'cf', 't0', 'bw', 'cm', 'rn', 'fn'`
+const counterFields = `'a', 'r', 'e', 'ce', 'f', 'cf', 't0', 'bw', 'cm', 'rn', 'fn', 'br'`
 
 // admitScript is memSession.admit in Lua. KEYS: the session, the tenant's
 // bucket. ARGV: count, hash, weight, changes, max-actions, max-risk,
@@ -79,8 +79,8 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local v = redis.call('HMGET', KEYS[1], ` + counterFields + `, 'lh', 'fh', 'bt', 'bts')
 local function n(x) return tonumber(x) or 0 end
-local a, r, e, ce, f, cf, t0, bw, cm, rn, fn = n(v[1]), n(v[2]), n(v[3]), n(v[4]), n(v[5]), n(v[6]), n(v[7]), n(v[8]), n(v[9]), n(v[10]), n(v[11])
-local lh, fh = v[12] or '', v[13] or ''
+local a, r, e, ce, f, cf, t0, bw, cm, rn, fn, br = n(v[1]), n(v[2]), n(v[3]), n(v[4]), n(v[5]), n(v[6]), n(v[7]), n(v[8]), n(v[9]), n(v[10]), n(v[11]), n(v[12])
+local lh, fh = v[13] or '', v[14] or ''
 local count, hash, w, changes = ARGV[1] == '1', ARGV[2], tonumber(ARGV[3]), ARGV[4] == '1'
 local maxA, maxR, maxE, maxCE = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local maxW, maxB, rf, ri = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12])
@@ -102,7 +102,7 @@ local function refill(tok, at, rate)
 end
 local st, tt
 if code == 0 and srate > 0 then
-  st = refill(v[14], v[15], srate)
+  st = refill(v[15], v[16], srate)
   if st < 1 then code, limit, retry = 3, 'rate.session-per-second', math.ceil((1 - st) * 1000 / srate) end
 end
 if code == 0 and trate > 0 then
@@ -123,19 +123,20 @@ if tt then
   redis.call('PEXPIRE', KEYS[2], math.ceil(math.max(1, trate) / trate * 1000) + 1000)
 end
 redis.call('PEXPIRE', KEYS[1], ttl)
-return {code, limit, retry, a, r, e, ce, f, cf, t0, bw, cm, rn, fn, now}
+return {code, limit, retry, a, r, e, ce, f, cf, t0, bw, cm, rn, fn, br, now}
 `)
 
 // settleScript is memSession.settle in Lua. KEYS: the session. ARGV:
 // counted, ran, weight, refused, failed, changes, hashed, hash, result,
-// bytes written, command ms, idle TTL (ms). Returns {the counters, now}.
+// bytes written, command ms, idle TTL (ms), bytes read. Returns {the
+// counters, now}.
 var settleScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local v = redis.call('HMGET', KEYS[1], ` + counterFields + `, 'lh', 'fh', 'fs')
 local function n(x) return tonumber(x) or 0 end
-local a, r, e, ce, f, cf, t0, bw, cm, rn, fn = n(v[1]), n(v[2]), n(v[3]), n(v[4]), n(v[5]), n(v[6]), n(v[7]), n(v[8]), n(v[9]), n(v[10]), n(v[11])
-local lh, fh, fs = v[12] or '', v[13] or '', v[14] or ''
+local a, r, e, ce, f, cf, t0, bw, cm, rn, fn, br = n(v[1]), n(v[2]), n(v[3]), n(v[4]), n(v[5]), n(v[6]), n(v[7]), n(v[8]), n(v[9]), n(v[10]), n(v[11]), n(v[12])
+local lh, fh, fs = v[13] or '', v[14] or '', v[15] or ''
 local counted, ran, w = ARGV[1] == '1', ARGV[2] == '1', tonumber(ARGV[3])
 local refused, failed, changes, hashed = ARGV[4] == '1', ARGV[5] == '1', ARGV[6] == '1', ARGV[7] == '1'
 local hash, res = ARGV[8], ARGV[9]
@@ -144,7 +145,7 @@ if refused then f, cf = f + 1, cf + 1
 elseif failed then e, ce = e + 1, ce + 1
 elseif ran then ce, cf = 0, 0 end
 if ran then
-  bw, cm = bw + tonumber(ARGV[10]), cm + tonumber(ARGV[11])
+  bw, cm, br = bw + tonumber(ARGV[10]), cm + tonumber(ARGV[11]), br + tonumber(ARGV[13])
   if hashed then
     if changes then
       if rn > 0 and lh == hash then rn = rn + 1 else lh, rn = hash, 1 end
@@ -154,9 +155,9 @@ if ran then
     elseif fh == hash then fn = 0 end
   end
 end
-redis.call('HSET', KEYS[1], 'a', a, 'r', r, 'e', e, 'ce', ce, 'f', f, 'cf', cf, 'bw', bw, 'cm', cm, 'rn', rn, 'fn', fn, 'lh', lh, 'fh', fh, 'fs', fs)
+redis.call('HSET', KEYS[1], 'a', a, 'r', r, 'e', e, 'ce', ce, 'f', f, 'cf', cf, 'bw', bw, 'cm', cm, 'rn', rn, 'fn', fn, 'br', br, 'lh', lh, 'fh', fh, 'fs', fs)
 redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[12]))
-return {a, r, e, ce, f, cf, t0, bw, cm, rn, fn, now}
+return {a, r, e, ce, f, cf, t0, bw, cm, rn, fn, br, now}
 `)
 
 var getScript = redis.NewScript(`
@@ -197,7 +198,7 @@ func (s *RedisCounters) Admit(ctx context.Context, key SessionKey, args AdmitArg
 	if err != nil {
 		return Verdict{}, Counters{}, fmt.Errorf("governance store: %w", err)
 	}
-	if len(res) != 15 {
+	if len(res) != 16 {
 		return Verdict{}, Counters{}, fmt.Errorf("governance store: admit answered %d values", len(res))
 	}
 	var v Verdict
@@ -217,12 +218,12 @@ func (s *RedisCounters) Admit(ctx context.Context, key SessionKey, args AdmitArg
 	return v, c, err
 }
 
-// counters reads {a, r, e, ce, f, cf, t0, bw, cm, rn, fn, now}.
+// counters reads {a, r, e, ce, f, cf, t0, bw, cm, rn, fn, br, now}.
 func counters(vals []any) (Counters, error) {
-	if len(vals) != 12 {
+	if len(vals) != 13 {
 		return Counters{}, fmt.Errorf("governance store: %d counters", len(vals))
 	}
-	var n [12]int64
+	var n [13]int64
 	for i, v := range vals {
 		x, ok := v.(int64)
 		if !ok {
@@ -232,7 +233,7 @@ func counters(vals []any) (Counters, error) {
 	}
 	return Counters{
 		Actions: n[0], Risk: n[1], Errors: n[2], ConsecutiveErrors: n[3], Refusals: n[4], ConsecutiveRefusals: n[5],
-		Start: n[6], BytesWritten: n[7], CommandMS: n[8], Repeats: n[9], FailingRepeats: n[10], Now: n[11],
+		Start: n[6], BytesWritten: n[7], CommandMS: n[8], Repeats: n[9], FailingRepeats: n[10], BytesRead: n[11], Now: n[12],
 	}, nil
 }
 
@@ -242,7 +243,7 @@ func (s *RedisCounters) Settle(ctx context.Context, key SessionKey, o Settlement
 	defer cancel()
 	res, err := settleScript.Run(ctx, s.client, []string{s.sessionKey(key)},
 		flag(o.Counted), flag(o.Ran), o.Weight, flag(o.Refused), flag(o.Failed), flag(o.Changes), flag(o.Hashed),
-		hex.EncodeToString(o.Hash[:]), hex.EncodeToString(o.Result[:]), o.BytesWritten, o.CommandMS, ttlMS(o.IdleTTL)).Slice()
+		hex.EncodeToString(o.Hash[:]), hex.EncodeToString(o.Result[:]), o.BytesWritten, o.CommandMS, ttlMS(o.IdleTTL), o.BytesRead).Slice()
 	if err != nil {
 		return Counters{}, fmt.Errorf("governance store: %w", err)
 	}

@@ -68,8 +68,11 @@ type Settlement struct {
 	// Result identifies a failing result, for repeat-failing.
 	Result       [sha256.Size]byte
 	BytesWritten int64
-	CommandMS    int64
-	IdleTTL      time.Duration
+	// BytesRead is what a read (a file's content, a search's matching
+	// lines) brought back into the session.
+	BytesRead int64
+	CommandMS int64
+	IdleTTL   time.Duration
 }
 
 // Counters are one session's counters. Start and Now are microseconds of
@@ -86,6 +89,7 @@ type Counters struct {
 	CommandMS           int64
 	Repeats             int64
 	FailingRepeats      int64
+	BytesRead           int64
 }
 
 // MemoryCounters is a CounterStore in this process's memory: one budget
@@ -277,6 +281,7 @@ func (s *memSession) settle(o Settlement) {
 		return
 	}
 	c.BytesWritten += o.BytesWritten
+	c.BytesRead += o.BytesRead
 	c.CommandMS += o.CommandMS
 	if !o.Hashed {
 		return

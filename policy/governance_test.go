@@ -416,3 +416,40 @@ func TestGovernanceStoreDownFailsClosed(t *testing.T) {
 	require.Equal(t, action.CodeInternal, d.Code)
 	require.Equal(t, policy.StepGovernance, d.Check)
 }
+
+// TestGovernanceCountsBytesRead: what reads bring back is counted per
+// session, in both stores: a file's content, a search's matching lines, or
+// the bytes_read a read reports; writes, commands and failed reads add
+// nothing to it.
+func TestGovernanceCountsBytesRead(t *testing.T) {
+	for storeName, newStore := range counterStores(t) {
+		t.Run(storeName, func(t *testing.T) {
+			store := newStore(t)
+			r := newRig(t, store, policy.GovernanceOptions{Limits: policy.Limits{MaxActions: 100}})
+			observe := func(a action.Action, obs action.Observation) {
+				req := &policy.Request{Action: a, Principal: "agent", Phase: policy.PhaseDirect}
+				d := r.guard.Decide(context.Background(), req)
+				require.True(t, d.Allowed(), "%s", d.Message)
+				r.gov.Observe(context.Background(), req, &obs)
+			}
+			ok := func(payload map[string]any) action.Observation {
+				return action.Observation{Source: action.SourceWorkspace, Status: action.StatusOK, Payload: payload}
+			}
+			search := action.Action{Name: "workspace_search_text", Input: map[string]any{"query": "x"}, SessionID: "s", Trusted: true}
+			observe(govRead("a"), ok(map[string]any{"content": "0123456789"}))
+			observe(search, ok(map[string]any{"matches": []any{map[string]any{"text": "abc"}, map[string]any{"text": "defg"}}}))
+			observe(govRead("b"), ok(map[string]any{"bytes_read": 100.0, "content": "ignored"}))
+			observe(govRead("c"), action.Observation{Source: action.SourceWorkspace, Status: action.StatusError, Code: action.CodeNotFound, Payload: map[string]any{"content": "zzz"}})
+			observe(govWrite("w", "hello"), ok(map[string]any{"content": "not a read"}))
+			observe(govRun("ls"), ok(map[string]any{"stdout": "a\nb\n", "exit_code": 0}))
+			c, err := store.Get(context.Background(), policy.SessionKey{Session: "s"})
+			require.NoError(t, err)
+			assert.Equal(t, int64(10+3+4+100), c.BytesRead)
+			assert.Equal(t, int64(5), c.BytesWritten)
+			require.NoError(t, r.gov.Reset(context.Background(), policy.SessionKey{Session: "s"}))
+			c, err = store.Get(context.Background(), policy.SessionKey{Session: "s"})
+			require.NoError(t, err)
+			assert.Zero(t, c.BytesRead, "a reset forgets bytes read too")
+		})
+	}
+}
