@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/harness-runtime/harness/action"
+	"github.com/harness-runtime/harness/audit"
 	"github.com/harness-runtime/harness/sanitize"
 	"github.com/harness-runtime/harness/trusted"
 )
@@ -425,6 +426,9 @@ func (c *Console) decide(approve bool) func(http.ResponseWriter, *http.Request, 
 	}
 }
 
+// maxReplayPages bounds the replay calls of one history request.
+const maxReplayPages = 20
+
 // sessionEvents returns a page of the session's history: to a key that
 // allows agent:audit any session's, else only that of a session one of
 // the approvals it can see belongs to.
@@ -456,35 +460,60 @@ func (c *Console) sessionEvents(w http.ResponseWriter, r *http.Request, s sessio
 			return
 		}
 	}
-	limit := 200
+	q := audit.Query{SessionID: id, Tenant: s.principal.Tenant, Limit: 200}
 	if l := r.URL.Query().Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > 1000 {
-			writeError(w, http.StatusBadRequest, string(action.CodeInvalidInput), "limit: 1 to 1000")
+		if err != nil || n < 1 || n > audit.MaxReplayLimit {
+			writeError(w, http.StatusBadRequest, string(action.CodeInvalidInput), "limit: 1 to "+strconv.Itoa(audit.MaxReplayLimit))
 			return
 		}
-		limit = n
+		q.Limit = n
 	}
-	after := r.URL.Query().Get("after")
-	if len(after) > 256 {
-		writeError(w, http.StatusBadRequest, string(action.CodeInvalidInput), "after: too long")
-		return
-	}
-	page, err := c.replay.History(r.Context(), HistoryQuery{SessionID: id, After: after, Limit: limit})
-	if err != nil {
-		c.serviceError(w, err)
-		return
-	}
-	events := make([]any, 0, len(page.Events))
-	for _, e := range page.Events {
-		v, err := inert(e)
+	if a := r.URL.Query().Get("after"); a != "" {
+		n, err := strconv.ParseUint(a, 10, 64)
 		if err != nil {
+			writeError(w, http.StatusBadRequest, string(action.CodeInvalidInput), "after: a cursor from next")
+			return
+		}
+		q.After = n
+	}
+	// A page may hold fewer records than asked for and still have more
+	// after it (a replay reads a bounded part of the log per call): read
+	// on, a bounded number of pages.
+	var events []any
+	want := q.Limit
+	for range maxReplayPages {
+		page, err := c.replay.Replay(r.Context(), q)
+		if err != nil {
+			if errors.Is(err, audit.ErrBadQuery) {
+				writeError(w, http.StatusBadRequest, string(action.CodeInvalidInput), "bad session id")
+				return
+			}
 			c.serviceError(w, err)
 			return
 		}
-		events = append(events, v)
+		for _, e := range page.Events {
+			v, err := inert(e)
+			if err != nil {
+				c.serviceError(w, err)
+				return
+			}
+			events = append(events, v)
+		}
+		q.After = page.Next
+		if page.Next == 0 || len(events) >= want {
+			break
+		}
+		q.Limit = want - len(events)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"events": events, "next": sanitize.Inert(page.Next)})
+	if events == nil {
+		events = []any{}
+	}
+	next := ""
+	if q.After != 0 {
+		next = strconv.FormatUint(q.After, 10)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"events": events, "next": next})
 }
 
 // serviceError answers an error of the approvals service or the replay

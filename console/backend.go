@@ -1,8 +1,6 @@
 package console
 
 import (
-	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/harness-runtime/harness/action"
@@ -28,25 +26,6 @@ type ApprovalView struct {
 	Scope      string          `json:"scope,omitempty"`
 	Reason     string          `json:"reason,omitempty"`
 	Method     string          `json:"method,omitempty"`
-}
-
-// HistoryQuery asks for a session's events after a cursor.
-type HistoryQuery struct {
-	SessionID string
-	After     string
-	Limit     int
-}
-
-// HistoryPage is one page of a session's events, oldest first, and the
-// cursor of the next page ("" at the end).
-type HistoryPage struct {
-	Events []json.RawMessage
-	Next   string
-}
-
-// Replayer reads a session's events back from the audit log.
-type Replayer interface {
-	History(ctx context.Context, q HistoryQuery) (HistoryPage, error)
 }
 
 // ApprovalDecision is a person's answer to an approval.

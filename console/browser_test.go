@@ -33,7 +33,7 @@ func TestBrowserConsoleRendersInert(t *testing.T) {
 	cmd.Action = "workspace_run_shell"
 	cmd.Preview = map[string]any{"argv": []any{"go", "test", "./..."}, "program": "/usr/bin/go", "sandbox": "full", "no_network": true,
 		"sandbox_write": []any{"/work"}}
-	rp := fakeReplay{"s-1": {json.RawMessage(`{"event":{"event_type":"pre_action","timestamp":"2026-11-23T22:00:00Z","payload":{"tool_name":"workspace_apply_patch\u202e<b>x</b>"}}}`)}}
+	rp := fakeReplay{"s-1": {json.RawMessage(`{"event_type":"pre_action","timestamp":"2026-11-23T22:00:00Z","payload":{"tool_name":"workspace_apply_patch\u202e<b>x</b>"}}`)}}
 	f := newFixture(t, Options{Replay: rp}, cmd, hostile)
 
 	w.open(f.srv.URL + "/console/")

@@ -38,6 +38,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/harness-runtime/harness/audit"
 	"github.com/harness-runtime/harness/trusted"
 )
 
@@ -57,7 +58,7 @@ type Options struct {
 	Approvals Approvals
 	// Replay reads a session's events back for the history beside an
 	// approval; nil shows no history.
-	Replay Replayer
+	Replay audit.Replayer
 	// Keys authenticates the API keys people sign in with; a key must
 	// allow PermApprove.
 	Keys *trusted.Keys
@@ -100,7 +101,7 @@ const permAudit = trusted.Permission("agent:audit")
 // is an http.Handler; mount it at "/console/".
 type Console struct {
 	approvals Approvals
-	replay    Replayer
+	replay    audit.Replayer
 	keys      *trusted.Keys
 	log       *slog.Logger
 	now       func() time.Time

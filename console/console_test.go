@@ -327,7 +327,7 @@ func TestHostileContentIsInert(t *testing.T) {
 	v := pendingView("apr_x", "agent", "", "s-\u202e1")
 	v.Input = map[string]any{"path": "x.sh", "content": "<script>alert(1)</script>\u202e# harmless\u2066\x1b[2J"}
 	v.Preview = map[string]any{"diff": "+++ b/x.sh\n+<script>alert(1)</script>\u202eevil\n", "k\u200bey": "v"}
-	f := newFixture(t, Options{Replay: fakeReplay{"s-\u202e1": {json.RawMessage(`{"event":{"message":"\u202e<img src=x onerror=alert(1)>"}}`)}}}, v)
+	f := newFixture(t, Options{Replay: fakeReplay{"s-\u202e1": {json.RawMessage(`{"message":"\u202e<img src=x onerror=alert(1)>"}`)}}}, v)
 	b := f.browser()
 	b.mustSignIn(keyApprover)
 	for _, path := range []string{"/console/api/approvals", "/console/api/approvals/apr_x", "/console/api/sessions/" + url.PathEscape("s-\u202e1") + "/events"} {
@@ -386,7 +386,15 @@ func TestSessionHistoryAccess(t *testing.T) {
 	if st, n := count(auditor, "s-far"); st != 200 || n != 1 {
 		t.Errorf("agent:audit, any session: %d %d", st, n)
 	}
-	for _, q := range []string{"limit=0", "limit=x", "limit=1001", "after=" + strings.Repeat("a", 300)} {
+	a := auditor.do("GET", "/console/api/sessions/s-1/events?limit=1", "", "", nil).json(t)
+	if n := len(a["events"].([]any)); n != 1 || a["next"] != "1" {
+		t.Errorf("limit=1: %v", a)
+	}
+	a = auditor.do("GET", "/console/api/sessions/s-1/events?after=1", "", "", nil).json(t)
+	if evs := a["events"].([]any); len(evs) != 1 || evs[0].(map[string]any)["seq"] != json.Number("2") && evs[0].(map[string]any)["seq"] != 2.0 || a["next"] != "" {
+		t.Errorf("after=1: %v", a)
+	}
+	for _, q := range []string{"limit=0", "limit=x", "limit=1001", "after=x", "after=-1"} {
 		if a := auditor.do("GET", "/console/api/sessions/s-1/events?"+q, "", "", nil); a.Status != 400 {
 			t.Errorf("%s: %d", q, a.Status)
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/harness-runtime/harness/action"
+	"github.com/harness-runtime/harness/audit"
 	"github.com/harness-runtime/harness/config"
 	"github.com/harness-runtime/harness/trusted"
 )
@@ -118,11 +119,20 @@ func (f *fakeApprovals) count() int {
 	return len(f.decisions)
 }
 
-// fakeReplay returns fixed events per session.
+// fakeReplay returns fixed events per session, one a page, as a replay
+// that reads a bounded part of the log per call may.
 type fakeReplay map[string][]json.RawMessage
 
-func (r fakeReplay) History(_ context.Context, q HistoryQuery) (HistoryPage, error) {
-	return HistoryPage{Events: r[q.SessionID]}, nil
+func (r fakeReplay) Replay(_ context.Context, q audit.Query) (audit.Page, error) {
+	evs := r[q.SessionID]
+	if q.After >= uint64(len(evs)) {
+		return audit.Page{}, nil
+	}
+	next := q.After + 1
+	if next == uint64(len(evs)) {
+		next = 0
+	}
+	return audit.Page{Events: []audit.Record{{Seq: q.After + 1, Event: evs[q.After]}}, Next: next}, nil
 }
 
 func pendingView(id, principal, tenant, session string) ApprovalView {
