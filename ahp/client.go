@@ -70,6 +70,9 @@ type ClientOptions struct {
 	HTTPClient *http.Client
 	// Logger receives connection events (default: none).
 	Logger *slog.Logger
+
+	// trace, in tests, sees every message sent (out) and received.
+	trace func(out bool, msg []byte)
 }
 
 // Client is an agent's side of AHP: it sends events to one harness and

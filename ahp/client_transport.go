@@ -58,6 +58,7 @@ type result struct {
 // dropped rather than taken for a protocol violation.
 type session struct {
 	fc       frameConn
+	trace    func(out bool, msg []byte)
 	mu       sync.Mutex
 	pending  map[string]chan result
 	given    map[string]struct{}
@@ -92,6 +93,9 @@ func (s *session) kill(err error) {
 func (s *session) readLoop() {
 	for {
 		b, err := s.fc.readMsg()
+		if err == nil && s.trace != nil {
+			s.trace(false, b)
+		}
 		if err != nil {
 			if errors.Is(err, errTooLarge) {
 				s.kill(fmt.Errorf("%w: answer over the size limit", ErrProtocol))
@@ -141,6 +145,9 @@ func (s *session) roundTrip(ctx context.Context, id string, msg []byte) ([]byte,
 	}
 	s.pending[id] = ch
 	s.mu.Unlock()
+	if s.trace != nil {
+		s.trace(true, msg)
+	}
 	if err := s.fc.writeMsg(ctx, msg); err != nil {
 		s.kill(fmt.Errorf("%w: write failed: %v", ErrUnavailable, err))
 		r := <-ch
@@ -233,6 +240,7 @@ func (t *streamTransport) connect(ctx context.Context) (*session, error) {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	s := newSession(fc)
+	s.trace = t.opts.trace
 	go s.readLoop()
 	if err := t.onConnect(ctx, s.roundTrip); err != nil {
 		s.kill(err)
@@ -253,6 +261,9 @@ func (t *streamTransport) notify(ctx context.Context, msg []byte) error {
 	s, err := t.session(ctx)
 	if err != nil {
 		return err
+	}
+	if s.trace != nil {
+		s.trace(true, msg)
 	}
 	if err := s.fc.writeMsg(ctx, msg); err != nil {
 		s.kill(fmt.Errorf("%w: write failed: %v", ErrUnavailable, err))
@@ -510,6 +521,9 @@ func (t *httpTransport) statusError(status int, body []byte) error {
 }
 
 func (t *httpTransport) send(ctx context.Context, msg []byte) (int, []byte, error) {
+	if t.opts.trace != nil {
+		t.opts.trace(true, msg)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.opts.URL, bytes.NewReader(msg))
 	if err != nil {
 		return 0, nil, err
@@ -542,6 +556,9 @@ func (t *httpTransport) send(ctx context.Context, msg []byte) (int, []byte, erro
 	}
 	if len(body) > t.opts.MaxMessageBytes {
 		return 0, nil, fmt.Errorf("%w: answer over the size limit", ErrProtocol)
+	}
+	if t.opts.trace != nil && len(body) > 0 {
+		t.opts.trace(false, body)
 	}
 	return resp.StatusCode, body, nil
 }
