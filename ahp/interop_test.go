@@ -60,7 +60,9 @@ func interopPreAction(cmd string, depth uint32) WireEvent {
 }
 
 var interopScenario = []interopStep{
-	{"ls -la at depth 0", func(ctx context.Context, c *Client) string { return outcome(c.Send(ctx, interopPreAction("ls -la", 0))) }},
+	{"ls -la at depth 0", func(ctx context.Context, c *Client) string {
+		return outcome(c.Send(ctx, interopPreAction("ls -la", 0)))
+	}},
 	{"rm -rf / at depth 0", func(ctx context.Context, c *Client) string {
 		return outcome(c.Send(ctx, interopPreAction("rm -rf /", 0)))
 	}},
@@ -319,4 +321,3 @@ func TestRecordedInterop(t *testing.T) {
 		})
 	}
 }
-
