@@ -253,3 +253,27 @@ func TestRuleWithRedactFalseShowsAFixtureAsWritten(t *testing.T) {
 		assert.NotContains(t, string(log), secret, "the audit log's own sanitizer still applies")
 	}
 }
+
+// TestReadmeRulesSnippetLoads: the README's configuration of rules,
+// governance and redaction is one a deployment can use as written.
+func TestReadmeRulesSnippetLoads(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	section := string(readme)
+	start := strings.Index(section, "## Rules and governance")
+	require.GreaterOrEqual(t, start, 0, "README has no section Rules and governance")
+	section = section[start:]
+	a := strings.Index(section, "```yaml\n")
+	require.GreaterOrEqual(t, a, 0)
+	b := strings.Index(section[a+8:], "```")
+	require.GreaterOrEqual(t, b, 0)
+	cfg, err := config.Parse("README.md", []byte(section[a+8:a+8+b]))
+	require.NoError(t, err)
+	ids := []string{}
+	for _, r := range cfg.Harness.Rules {
+		ids = append(ids, r.ID)
+	}
+	assert.Equal(t, []string{"ask-before-push", "no-dotenv", "fixtures-as-written"}, ids)
+	require.NotNil(t, cfg.Harness.Rules[2].Redact)
+	assert.False(t, *cfg.Harness.Rules[2].Redact)
+}
