@@ -142,3 +142,14 @@ func (q Query) matches(k recordKeys) bool {
 func (q Query) matchesText(event, needle []byte) bool {
 	return bytes.Contains(event, needle) && q.matches(keysOf(event))
 }
+
+// Matches reports whether rec is one of the records q selects by its
+// SessionID, TaskID and Tenant (After and Limit aside); a Query that sets
+// none of them matches every record. It is how a live reader (see Hub)
+// keeps to what a replay of the same query would return.
+func (q Query) Matches(rec Record) bool {
+	if q.SessionID == "" && q.TaskID == "" && q.Tenant == "" {
+		return true
+	}
+	return q.matches(keysOf(rec.Event))
+}
