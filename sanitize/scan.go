@@ -1062,7 +1062,7 @@ func (sc *scanner) assignmentAt(i int) (int, int) {
 	switch v := s[a:e]; {
 	case v == "null", v == "true", v == "false", v == "None", v == "nil", placeholderValue(v):
 		return i, i
-	case v[len(v)-1] == ':':
+	case v[len(v)-1] == ':' && sensitiveName(v[:len(v)-1]):
 		return i, i // code: `token = "token: …"`, the name of another value
 	case len(v) < minKeyValue && !passwordName(s[n+1:j+1]):
 		return i, i // too short for a key or token ("SUMO_ACCESS_KEY: AbCeFG123")
