@@ -245,7 +245,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, codeForbidden, "this key does not allow agent:approve")
 		return
 	}
-	id, s := c.sessions.create(k.Principal, k.Allows(permAudit))
+	id, s := c.sessions.create(k.Principal, k.Allows(trusted.PermAudit))
 	c.setCookie(w, r, sessionCookie, id, int(s.expires.Sub(s.created).Seconds()))
 	c.setCookie(w, r, loginCookie, "", -1)
 	c.log.Info("console: signed in", "principal", k.Principal.Name, "tenant", k.Principal.Tenant)

@@ -93,10 +93,6 @@ const (
 // PermApprove is the permission a key needs to sign in.
 const PermApprove = trusted.Permission("agent:approve")
 
-// permAudit lets a signed-in approver read any session's history; without
-// it only the sessions of approvals it can see.
-const permAudit = trusted.Permission("agent:audit")
-
 // Console serves the console's page and its JSON API under /console/. It
 // is an http.Handler; mount it at "/console/".
 type Console struct {
