@@ -95,12 +95,14 @@ type Client struct {
 // client, runs the handshake on each new connection before any other
 // request uses it.
 type transport interface {
-	roundTrip(ctx context.Context, id string, msg []byte) ([]byte, error)
+	roundTrip(ctx context.Context, id string, msg []byte) (*rpcMessage, error)
 	notify(ctx context.Context, msg []byte) error
 	close() error
 }
 
-type connectHook func(ctx context.Context, rt func(ctx context.Context, id string, msg []byte) ([]byte, error)) error
+type roundTripFunc func(ctx context.Context, id string, msg []byte) (*rpcMessage, error)
+
+type connectHook func(ctx context.Context, rt roundTripFunc) error
 
 // NewClient checks opts and returns a Client that connects on first use
 // (and again whenever the connection is lost). Dial also handshakes.
@@ -207,19 +209,19 @@ func (c *Client) Handshake(ctx context.Context) (*HandshakeResponse, error) {
 
 // handshakeOn sends the handshake on a new connection and checks the
 // reply; the connection is used only if it passes.
-func (c *Client) handshakeOn(ctx context.Context, rt func(context.Context, string, []byte) ([]byte, error)) error {
+func (c *Client) handshakeOn(ctx context.Context, rt roundTripFunc) error {
 	params, err := json.Marshal(HandshakeRequest{ProtocolVersion: Version, AgentInfo: c.opts.Agent,
 		SessionID: c.opts.SessionID, AgentID: c.opts.AgentID})
 	if err != nil {
 		return err
 	}
 	id := c.nextID()
-	raw, err := rt(ctx, id, appendRequest(nil, id, MethodHandshake, params))
+	m, err := rt(ctx, id, appendRequest(nil, id, MethodHandshake, params))
 	if err != nil {
 		return err
 	}
 	var hs HandshakeResponse
-	if err := decodeResult(raw, id, &hs); err != nil {
+	if err := decodeResult(m, id, &hs); err != nil {
 		var re *RPCError
 		if errors.As(err, &re) && re.Code == CodeVersionMismatch {
 			return fmt.Errorf("%w: harness refused version %s: %s", ErrIncompatible, Version, re.Message)
@@ -250,14 +252,28 @@ func (c *Client) call(ctx context.Context, method string, params any, out any) e
 	if err != nil {
 		return err
 	}
+	return c.callRaw(ctx, method, p, out)
+}
+
+// callRaw is call with the params already encoded.
+func (c *Client) callRaw(ctx context.Context, method string, params []byte, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	id := c.nextID()
-	raw, err := c.t.roundTrip(ctx, id, appendRequest(make([]byte, 0, len(p)+64), id, method, p))
+	m, err := c.t.roundTrip(ctx, id, appendRequest(make([]byte, 0, len(params)+64), id, method, params))
 	if err != nil {
 		return err
 	}
-	return decodeResult(raw, id, out)
+	return decodeResult(m, id, out)
+}
+
+// parseAnswer reads one answer.
+func parseAnswer(raw []byte) (*rpcMessage, error) {
+	var m rpcMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("%w: answer is not JSON: %v", ErrProtocol, err)
+	}
+	return &m, nil
 }
 
 // timeoutError turns a context error into ErrTimeout (keeping
@@ -270,11 +286,7 @@ func timeoutError(ctx context.Context) error {
 // jsonrpc must be "2.0", the id the request's, exactly one of result and
 // error present; an error object is returned as *RPCError; a missing,
 // null or malformed result is ErrProtocol.
-func decodeResult(raw []byte, id string, out any) error {
-	var m rpcMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return fmt.Errorf("%w: answer is not JSON: %v", ErrProtocol, err)
-	}
+func decodeResult(m *rpcMessage, id string, out any) error {
 	if m.JSONRPC == nil || *m.JSONRPC != "2.0" {
 		return fmt.Errorf("%w: answer's jsonrpc is not \"2.0\"", ErrProtocol)
 	}
@@ -300,7 +312,13 @@ func decodeResult(raw []byte, id string, out any) error {
 	case isNull(m.Result):
 		return fmt.Errorf("%w: answer has no result", ErrProtocol)
 	}
-	if err := decodeParams(m.Result, out); err != nil {
+	var err error
+	if u, ok := out.(json.Unmarshaler); ok {
+		err = u.UnmarshalJSON(m.Result) // checks itself; no second pass
+	} else {
+		err = decodeParams(m.Result, out)
+	}
+	if err != nil {
 		return fmt.Errorf("%w: malformed result: %v", ErrProtocol, err)
 	}
 	return nil
@@ -342,8 +360,12 @@ func (c *Client) Send(ctx context.Context, ev WireEvent) (Decision, error) {
 	case ev.EventType.IsSpecialized():
 		return Decision{}, fmt.Errorf("ahp: %s has a decision of its own: use SendSpecialized", ev.EventType)
 	}
+	p, err := ev.appendJSON(make([]byte, 0, 160+len(ev.Payload)))
+	if err != nil {
+		return Decision{}, err
+	}
 	var d Decision
-	if err := c.call(ctx, MethodEvent, ev, &d); err != nil {
+	if err := c.callRaw(ctx, MethodEvent, p, &d); err != nil {
 		return Decision{}, err
 	}
 	return d, nil
@@ -376,7 +398,7 @@ func (c *Client) Notify(ctx context.Context, ev WireEvent) error {
 	if ev.EventType.IsBlocking() {
 		return fmt.Errorf("ahp: %s needs a decision: use Send", ev.EventType)
 	}
-	p, err := json.Marshal(ev)
+	p, err := ev.appendJSON(make([]byte, 0, 160+len(ev.Payload)))
 	if err != nil {
 		return err
 	}

@@ -69,10 +69,15 @@ func (h *testHandler) seen() []WireEvent {
 }
 
 // TestMain lets the test binary act as a stdio harness: with
-// AHP_TEST_HELPER=serve it serves testHandler on stdin and stdout.
+// AHP_TEST_HELPER=serve it serves testHandler on stdin and stdout, with
+// AHP_TEST_HELPER=bench the trivial allowAll.
 func TestMain(m *testing.M) {
-	if os.Getenv("AHP_TEST_HELPER") == "serve" {
-		srv := NewServer(&testHandler{helper: true}, ServerOptions{})
+	if mode := os.Getenv("AHP_TEST_HELPER"); mode == "serve" || mode == "bench" {
+		var h Handler = &testHandler{helper: true}
+		if mode == "bench" {
+			h = allowAll
+		}
+		srv := NewServer(h, ServerOptions{})
 		if err := srv.ServeStream(context.Background(), os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -49,7 +50,7 @@ func newStreamTransport(opts *ClientOptions, hook connectHook, dial dialFunc) *s
 }
 
 type result struct {
-	raw []byte
+	msg *rpcMessage
 	err error
 }
 
@@ -104,10 +105,7 @@ func (s *session) readLoop() {
 			}
 			return
 		}
-		var head struct {
-			ID     json.RawMessage `json:"id"`
-			Method json.RawMessage `json:"method"`
-		}
+		var head rpcMessage
 		if err := json.Unmarshal(b, &head); err != nil {
 			s.kill(fmt.Errorf("%w: harness sent something that is not JSON: %.200s", ErrProtocol, b))
 			return
@@ -128,7 +126,7 @@ func (s *session) readLoop() {
 		s.mu.Unlock()
 		switch {
 		case ok:
-			ch <- result{raw: b}
+			ch <- result{msg: &head}
 		case !given:
 			s.kill(fmt.Errorf("%w: harness answered request %q that was never sent", ErrProtocol, id))
 			return
@@ -136,7 +134,7 @@ func (s *session) readLoop() {
 	}
 }
 
-func (s *session) roundTrip(ctx context.Context, id string, msg []byte) ([]byte, error) {
+func (s *session) roundTrip(ctx context.Context, id string, msg []byte) (*rpcMessage, error) {
 	ch := make(chan result, 1)
 	s.mu.Lock()
 	if s.pending == nil {
@@ -155,7 +153,7 @@ func (s *session) roundTrip(ctx context.Context, id string, msg []byte) ([]byte,
 	}
 	select {
 	case r := <-ch:
-		return r.raw, r.err
+		return r.msg, r.err
 	case <-ctx.Done():
 		s.mu.Lock()
 		if _, ok := s.pending[id]; ok {
@@ -249,7 +247,7 @@ func (t *streamTransport) connect(ctx context.Context) (*session, error) {
 	return s, nil
 }
 
-func (t *streamTransport) roundTrip(ctx context.Context, id string, msg []byte) ([]byte, error) {
+func (t *streamTransport) roundTrip(ctx context.Context, id string, msg []byte) (*rpcMessage, error) {
 	s, err := t.session(ctx)
 	if err != nil {
 		return nil, err
@@ -289,6 +287,7 @@ type lineFrames struct {
 	r       *bufio.Reader
 	max     int
 	wmu     sync.Mutex
+	waiting atomic.Int32
 	w       *bufio.Writer
 	closeFn func() error
 }
@@ -310,11 +309,22 @@ func (l *lineFrames) readMsg() ([]byte, error) {
 }
 
 func (l *lineFrames) writeMsg(_ context.Context, b []byte) error {
-	l.wmu.Lock()
-	defer l.wmu.Unlock()
-	l.w.Write(b)
-	l.w.WriteByte('\n')
-	return l.w.Flush()
+	return coalescedWrite(&l.wmu, &l.waiting, l.w, b)
+}
+
+// coalescedWrite writes b and a newline; the last of the writers queued
+// on mu flushes for all of them, so that concurrent messages share one
+// system call.
+func coalescedWrite(mu *sync.Mutex, waiting *atomic.Int32, w *bufio.Writer, b []byte) error {
+	waiting.Add(1)
+	mu.Lock()
+	defer mu.Unlock()
+	w.Write(b)
+	err := w.WriteByte('\n')
+	if waiting.Add(-1) == 0 {
+		err = w.Flush()
+	}
+	return err
 }
 
 func (l *lineFrames) close() error { return l.closeFn() }
@@ -478,14 +488,14 @@ func (t *httpTransport) ensure(ctx context.Context) error {
 	return nil
 }
 
-func (t *httpTransport) roundTrip(ctx context.Context, id string, msg []byte) ([]byte, error) {
+func (t *httpTransport) roundTrip(ctx context.Context, id string, msg []byte) (*rpcMessage, error) {
 	if err := t.ensure(ctx); err != nil {
 		return nil, err
 	}
 	return t.post(ctx, id, msg)
 }
 
-func (t *httpTransport) post(ctx context.Context, _ string, msg []byte) ([]byte, error) {
+func (t *httpTransport) post(ctx context.Context, _ string, msg []byte) (*rpcMessage, error) {
 	status, body, err := t.send(ctx, msg)
 	if err != nil {
 		return nil, err
@@ -493,7 +503,7 @@ func (t *httpTransport) post(ctx context.Context, _ string, msg []byte) ([]byte,
 	if status != http.StatusOK {
 		return nil, t.statusError(status, body)
 	}
-	return body, nil
+	return parseAnswer(body)
 }
 
 func (t *httpTransport) notify(ctx context.Context, msg []byte) error {

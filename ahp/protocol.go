@@ -110,13 +110,10 @@ type wireEventJSON struct {
 // MarshalJSON writes the event; a nil payload is written as null so that
 // the message stays valid for peers that require the field.
 func (e WireEvent) MarshalJSON() ([]byte, error) {
-	type plain WireEvent
-	p := plain(e)
-	if len(p.Payload) == 0 {
-		p.Payload = json.RawMessage("null")
-	}
-	return json.Marshal(p)
+	return e.appendJSON(make([]byte, 0, 160+len(e.Payload)))
 }
+
+var errInvalidPayload = errors.New("payload is not valid JSON")
 
 // UnmarshalJSON decodes an event, refusing what the protocol refuses.
 func (e *WireEvent) UnmarshalJSON(data []byte) error {

@@ -233,7 +233,7 @@ func (s *Server) notification(ctx context.Context, m *rpcMessage) *RPCError {
 		return invalidParams(fmt.Errorf("missing params"))
 	}
 	var ev WireEvent
-	if err := json.Unmarshal(m.Params, &ev); err != nil {
+	if err := ev.UnmarshalJSON(m.Params); err != nil {
 		return invalidParams(err)
 	}
 	if err := s.validateEvent(&ev); err != nil {
@@ -291,7 +291,7 @@ func (s *Server) event(ctx context.Context, params json.RawMessage) ([]byte, *RP
 		return nil, invalidParams(fmt.Errorf("missing params"))
 	}
 	var ev WireEvent
-	if err := json.Unmarshal(params, &ev); err != nil {
+	if err := ev.UnmarshalJSON(params); err != nil {
 		return nil, invalidParams(err)
 	}
 	if err := s.validateEvent(&ev); err != nil {
@@ -308,7 +308,7 @@ func (s *Server) event(ctx context.Context, params json.RawMessage) ([]byte, *RP
 	if err != nil {
 		return nil, handlerError(err)
 	}
-	b, err := json.Marshal(d)
+	b, err := d.appendJSON(make([]byte, 0, 64))
 	if err != nil {
 		return nil, internalError(err)
 	}

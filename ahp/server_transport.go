@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -159,6 +160,7 @@ type lineConn struct {
 	r       *bufio.Reader
 	max     int
 	wmu     sync.Mutex
+	waiting atomic.Int32
 	w       *bufio.Writer
 	onStop  func()
 	onClose func()
@@ -210,11 +212,7 @@ func readLine(r *bufio.Reader, max int) ([]byte, error) {
 }
 
 func (l *lineConn) write(b []byte) error {
-	l.wmu.Lock()
-	defer l.wmu.Unlock()
-	l.w.Write(b)
-	l.w.WriteByte('\n')
-	return l.w.Flush()
+	return coalescedWrite(&l.wmu, &l.waiting, l.w, b)
 }
 
 func (l *lineConn) interrupt() {
