@@ -1,9 +1,3 @@
-// Package ahp holds the Agent Harness Protocol (AHP v2.4) event types that
-// Harness emits for every action, and the sinks that receive them.
-//
-// On the wire (a later addition: JSON-RPC 2.0 over stdio, HTTP, WebSocket
-// or a Unix socket) an event travels as the params of a "harness/event"
-// message; in process and in the audit log it is this struct.
 package ahp
 
 import (
