@@ -30,13 +30,22 @@ func versionCmd(_ context.Context, args []string, s stdio) int {
 	return exitOK
 }
 
+// buildVersion is the version alone: set at link time, else the module's,
+// else "devel".
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
+
 func versionLine() string {
-	v, commit, dirty, goVersion := version, "unknown", false, "unknown"
+	v, commit, dirty, goVersion := buildVersion(), "unknown", false, "unknown"
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		goVersion = bi.GoVersion
-		if v == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-			v = bi.Main.Version
-		}
 		for _, st := range bi.Settings {
 			switch st.Key {
 			case "vcs.revision":
@@ -48,9 +57,6 @@ func versionLine() string {
 				dirty = st.Value == "true"
 			}
 		}
-	}
-	if v == "" {
-		v = "devel"
 	}
 	if dirty {
 		commit += "-dirty"
