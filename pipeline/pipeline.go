@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/harness-runtime/harness/action"
+	"github.com/harness-runtime/harness/ahp/supervisor"
 	"github.com/harness-runtime/harness/audit"
 	"github.com/harness-runtime/harness/config"
 	"github.com/harness-runtime/harness/mcp"
@@ -85,6 +86,9 @@ type Pipeline struct {
 	Metrics *trusted.Metrics
 	// Governor keeps the sessions' budgets (harness.governance).
 	Governor *policy.Governor
+	// Supervisor is the external AHP harness the guard consults
+	// (harness.ahp.supervisor), nil when none is configured.
+	Supervisor *supervisor.Supervisor
 
 	log     *slog.Logger
 	closers []func() error
@@ -187,9 +191,17 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (p *Pipeline, e
 		return nil, err
 	}
 	p.Governor = gov
-	// Last, so that what a rule refuses or asks about is not reserved first
-	// (a fresh slice: the caller's Steps stay as they were).
-	steps.Validating = append(steps.Validating[:len(steps.Validating):len(steps.Validating)], gov.Step())
+	// The external harness after Harness's own judgements (it is not asked
+	// about what they refuse), before the budgets.
+	steps.Validating = steps.Validating[:len(steps.Validating):len(steps.Validating)] // a fresh slice: the caller's Steps stay as they were
+	if err := p.openSupervisor(); err != nil {
+		return nil, err
+	}
+	if p.Supervisor != nil {
+		steps.Validating = append(steps.Validating, p.Supervisor.Step())
+	}
+	// Last, so that what a rule refuses or asks about is not reserved first.
+	steps.Validating = append(steps.Validating, gov.Step())
 	p.Approvals = trusted.NewMemoryApprovals(0, 0)
 	var recorder runtime.Recorder
 	if p.Audit != nil {
@@ -203,6 +215,9 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (p *Pipeline, e
 		return nil, err
 	}
 	p.closers = append(p.closers, p.Workspace.Close)
+	if p.Supervisor != nil {
+		p.Harness.Subscribe(p.Supervisor) // post_action and error, as notifications
+	}
 	if p.MCP != nil {
 		p.MCP.Mount(p.Harness)
 	}
