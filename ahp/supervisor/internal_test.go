@@ -77,9 +77,11 @@ func TestTelemetryDropsTheOldestWhenFull(t *testing.T) {
 // failingClient fails every exchange.
 type failingClient struct{ err error }
 
-func (c failingClient) Send(context.Context, ahp.WireEvent) (ahp.Decision, error) { return ahp.Decision{}, c.err }
-func (c failingClient) Notify(context.Context, ahp.WireEvent) error             { return c.err }
-func (c failingClient) Close() error                                            { return nil }
+func (c failingClient) Send(context.Context, ahp.WireEvent) (ahp.Decision, error) {
+	return ahp.Decision{}, c.err
+}
+func (c failingClient) Notify(context.Context, ahp.WireEvent) error { return c.err }
+func (c failingClient) Close() error                                { return nil }
 
 func TestStepFailsClosed(t *testing.T) {
 	s := New(failingClient{errors.New("connection refused")}, Options{})
