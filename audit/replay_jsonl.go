@@ -114,12 +114,16 @@ func (l *JSONL) Replay(ctx context.Context, q Query) (Page, error) {
 	if err != nil {
 		return Page{}, fmt.Errorf("audit replay %s: %w", l.path, err)
 	}
-	size := st.Size()
+	return l.replay(ctx, q, l.rw, st.Size())
+}
+
+// replay is Replay over the first size bytes of ra, the log's file.
+func (l *JSONL) replay(ctx context.Context, q Query, ra io.ReaderAt, size int64) (Page, error) {
 	off, prevSeq := l.marks.start(q.After, size)
 	if prevSeq > 0 {
 		prevSeq-- // the seq expected before the mark's line
 	}
-	r := bufio.NewReaderSize(io.NewSectionReader(l.rw, off, size-off), 64<<10)
+	r := bufio.NewReaderSize(io.NewSectionReader(ra, off, size-off), 64<<10)
 	needle := q.needle()
 	var (
 		page      Page
@@ -139,9 +143,12 @@ func (l *JSONL) Replay(ctx context.Context, q Query) (Page, error) {
 			page.Next = lastSeq
 			return page, nil
 		}
-		var line []byte
-		var n int64
-		var complete bool
+		var (
+			line     []byte
+			n        int64
+			complete bool
+			err      error
+		)
 		line, n, complete, buf, err = readRecordLine(r, buf)
 		if err != nil && !errors.Is(err, io.EOF) {
 			return Page{}, fmt.Errorf("audit replay %s: %w", l.path, err)
