@@ -134,8 +134,8 @@ func TestDevDefaultRules(t *testing.T) {
 }
 
 // A file in the workspace root may add deny and ask rules, after the
-// defaults, but not allow rules, not take the defaults away, and not
-// choose first-match.
+// defaults, but not allow rules, not take the defaults away, not choose
+// first-match, and not exempt anything from redaction (redact: false).
 func TestWorkspaceFileRulesOnlyTighten(t *testing.T) {
 	cases := []struct {
 		name, yaml string
@@ -149,6 +149,9 @@ func TestWorkspaceFileRulesOnlyTighten(t *testing.T) {
 		{"strictest", "harness:\n  rules-mode: strictest\n", "", []string{"dev-secret-files", "dev-secret-args", "dev-ci-config"}},
 		{"production, no defaults", "harness:\n  profile: production\n  rules:\n    - {id: x, outcome: ask}\n", "", []string{"x"}},
 		{"an allow rule", "harness:\n  rules:\n    - {id: ok, outcome: allow}\n", "harness.rules", nil},
+		{"an ask rule with redact: false", "harness:\n  rules:\n    - {id: show-all, outcome: ask, redact: false}\n", "redact: false", nil},
+		{"an ask rule with redact: true", "harness:\n  rules:\n    - {id: x, outcome: ask, when: 'false', redact: true}\n", "",
+			[]string{"dev-secret-files", "dev-secret-args", "dev-ci-config", "x"}},
 		{"first-match", "harness:\n  rules-mode: first-match\n", "harness.rules-mode", nil},
 	}
 	for _, c := range cases {

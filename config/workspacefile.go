@@ -69,6 +69,9 @@ func onlyRestrictingRules(v any) string {
 		if o := fmt.Sprint(m["outcome"]); o != "deny" && o != "ask" {
 			return fmt.Sprintf("rule %d (%v) has outcome %s: only deny and ask rules may be set", i, m["id"], o)
 		}
+		if r, ok := m["redact"].(bool); ok && !r {
+			return fmt.Sprintf("rule %d (%v) sets redact: false, which shows secrets to the model: only the operator's file may", i, m["id"])
+		}
 	}
 	return ""
 }
