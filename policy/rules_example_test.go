@@ -52,3 +52,25 @@ func ExampleCompileRules() {
 	// 1 problem(s) in the rules:
 	//   rule wrong-glob: examples.match[0]: {path: deep/dir/key.pem} is an example the rule must match, but it does not
 }
+
+// A rule with Unredacted (redact: false in the configuration) marks the
+// request of an action it decides, so that the redaction of observations
+// leaves what that action returns as it is: here, reads of test fixtures.
+func ExampleRule_unredacted() {
+	rules, err := policy.CompileRules([]policy.Rule{{
+		ID: "fixtures-as-written", Actions: []string{"workspace_read_file"},
+		When: `glob(path, "testdata/**")`, Outcome: policy.Allow, Unredacted: true,
+	}}, policy.RulesOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, path := range []string{"testdata/keys.txt", "config/app.yaml"} {
+		req := &policy.Request{Action: action.Action{Name: "workspace_read_file", Input: map[string]any{"path": path}}}
+		rules.Decide(context.Background(), req)
+		fmt.Printf("%s: unredacted by %q\n", path, req.Unredacted)
+	}
+	// Output:
+	// testdata/keys.txt: unredacted by "fixtures-as-written"
+	// config/app.yaml: unredacted by ""
+}
