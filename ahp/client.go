@@ -360,12 +360,19 @@ func (c *Client) Send(ctx context.Context, ev WireEvent) (Decision, error) {
 	case ev.EventType.IsSpecialized():
 		return Decision{}, fmt.Errorf("ahp: %s has a decision of its own: use SendSpecialized", ev.EventType)
 	}
-	p, err := ev.appendJSON(make([]byte, 0, 160+len(ev.Payload)))
+	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	id := c.nextID()
+	msg, err := ev.appendJSON(appendRequestHead(make([]byte, 0, 224+len(ev.Payload)), id, MethodEvent))
+	if err != nil {
+		return Decision{}, err
+	}
+	m, err := c.t.roundTrip(ctx, id, append(msg, '}'))
 	if err != nil {
 		return Decision{}, err
 	}
 	var d Decision
-	if err := c.callRaw(ctx, MethodEvent, p, &d); err != nil {
+	if err := decodeResult(m, id, &d); err != nil {
 		return Decision{}, err
 	}
 	return d, nil

@@ -58,11 +58,16 @@ func Example() {
 }
 
 // A harness on stdio answers one message per line: a handshake, a
-// blocking event, and nothing for a notification.
+// blocking event, and nothing for a notification. With MaxConcurrent 1
+// it answers in order; by default requests are decided concurrently and
+// answered as they are decided (the ids tell the answers apart).
 func ExampleServer_ServeStream() {
 	srv := ahp.NewServer(ahp.HandlerFunc(func(context.Context, *ahp.WireEvent) (ahp.Decision, error) {
 		return ahp.Decision{Kind: ahp.Escalate, Reason: "ask a person"}, nil
-	}), ahp.ServerOptions{Info: ahp.HarnessInfo{Name: "demo", Version: "1", Capabilities: []string{"pre_action"}}})
+	}), ahp.ServerOptions{
+		Info:          ahp.HarnessInfo{Name: "demo", Version: "1", Capabilities: []string{"pre_action"}},
+		MaxConcurrent: 1, // answers in the order of the requests
+	})
 	in := strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ahp/handshake","params":{"protocol_version":"2.0","agent_info":{"framework":"demo","version":"1","capabilities":[]},"session_id":"s","agent_id":"a"}}
 {"jsonrpc":"2.0","id":"e1","method":"ahp/event","params":{"event_type":"pre_action","session_id":"s","agent_id":"a","timestamp":"2026-01-01T00:00:00Z","depth":0,"payload":{"tool":"bash","arguments":{"command":"make deploy"}}}}
 {"jsonrpc":"2.0","method":"ahp/event","params":{"event_type":"post_action","session_id":"s","agent_id":"a","timestamp":"2026-01-01T00:00:01Z","depth":0,"payload":{}}}

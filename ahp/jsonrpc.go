@@ -117,17 +117,23 @@ func appendError(b []byte, id json.RawMessage, code int, msg string) []byte {
 // appendRequest appends a request (id given) or a notification (id
 // empty) to b.
 func appendRequest(b []byte, id, method string, params []byte) []byte {
+	b = appendRequestHead(b, id, method)
+	b = append(b, params...)
+	return append(b, '}')
+}
+
+// appendRequestHead appends a request up to its params' value, which the
+// caller appends, followed by '}'.
+func appendRequestHead(b []byte, id, method string) []byte {
 	b = append(b, `{"jsonrpc":"2.0",`...)
 	if id != "" {
 		b = append(b, `"id":`...)
-		b = strconv.AppendQuote(b, id)
+		b = appendJSONString(b, id)
 		b = append(b, ',')
 	}
 	b = append(b, `"method":`...)
-	b = strconv.AppendQuote(b, method)
-	b = append(b, `,"params":`...)
-	b = append(b, params...)
-	return append(b, '}')
+	b = appendJSONString(b, method)
+	return append(b, `,"params":`...)
 }
 
 // Errors a client returns; each wraps the cause, and the message says why.
