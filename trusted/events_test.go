@@ -13,10 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/harness-runtime/harness/audit"
 	"github.com/harness-runtime/harness/config"
+	"github.com/harness-runtime/harness/internal/testkit"
 )
 
 // Keys of the event tests: auditors, one bound to each tenant.
@@ -433,4 +435,46 @@ func TestEventsStreamDropsSlowClient(t *testing.T) {
 	require.Contains(t, out, "id: 2\n")
 	require.NotContains(t, out, "id: 3\n", "only what the buffer held")
 	require.True(t, strings.HasSuffix(out, "\n\n") && strings.Contains(out, "event: dropped\n"), out)
+}
+
+// The same replay over HTTP from a PostgreSQL audit table that two
+// replicas write: one session, in the order written, page by page.
+func TestSessionEventsReplayFromPostgres(t *testing.T) {
+	dsn := testkit.Postgres(t)
+	table := fmt.Sprintf("harness_audit_events_test_%d", time.Now().UnixNano())
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(context.Background(), dsn)
+		if err == nil {
+			conn.Exec(context.Background(), "DROP TABLE IF EXISTS "+table)
+			conn.Close(context.Background())
+		}
+	})
+	var logs []*audit.Postgres
+	for _, inst := range []string{"replica-a", "replica-b"} {
+		l, err := audit.OpenPostgres(context.Background(), dsn, inst, audit.WithTable(table))
+		require.NoError(t, err)
+		t.Cleanup(func() { l.Close() })
+		logs = append(logs, l)
+	}
+	var want []string
+	for i := range 7 {
+		session := "sess-pg"
+		if i%3 == 2 {
+			session = "other"
+		}
+		ev := map[string]any{"event_type": "pre_action", "session_id": session, "payload": map[string]any{"step_id": fmt.Sprint(i), "task_id": "task-pg"}}
+		rec, err := logs[i%2].Append(context.Background(), ev, false)
+		require.NoError(t, err)
+		if session == "sess-pg" {
+			want = append(want, fmt.Sprintf("%s/%d", rec.Instance, rec.Seq))
+		}
+	}
+	f := newFixture(t, fixtureOpts{store: NewMemoryStore(0), cfg: withAuditors})
+	f.Server.registerEventRoutes(EventSource{Replay: logs[0]})
+	var got []string
+	for _, r := range getEvents(t, f.URL+"/v1/sessions/sess-pg/events", keyAuditor, 2) {
+		got = append(got, fmt.Sprintf("%s/%.0f", r["instance"], r["seq"]))
+	}
+	require.Equal(t, want, got)
+	require.Len(t, getEvents(t, f.URL+"/v1/tasks/task-pg/events", keyAuditor, 3), 7)
 }
