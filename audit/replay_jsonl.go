@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strconv"
 	"sync"
@@ -104,17 +105,27 @@ func (l *JSONL) Replay(ctx context.Context, q Query) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
-	l.mu.Lock()
-	closed := l.closed
-	l.mu.Unlock()
-	if closed {
-		return Page{}, ErrClosed
-	}
+	// Not under the log's lock, which an append holds while it waits
+	// for another process's: a closed log shows in the file's errors.
 	st, err := l.rw.Stat()
 	if err != nil {
-		return Page{}, fmt.Errorf("audit replay %s: %w", l.path, err)
+		return Page{}, replayError(l.path, err)
 	}
-	return l.replay(ctx, q, l.rw, st.Size())
+	page, err := l.replay(ctx, q, l.rw, st.Size())
+	if err != nil {
+		return Page{}, replayError(l.path, err)
+	}
+	return page, nil
+}
+
+func replayError(path string, err error) error {
+	if errors.Is(err, os.ErrClosed) {
+		return ErrClosed
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("audit replay: %w", err)
+	}
+	return fmt.Errorf("audit replay %s: %w", path, err)
 }
 
 // replay is Replay over the first size bytes of ra, the log's file.
@@ -135,7 +146,7 @@ func (l *JSONL) replay(ctx context.Context, q Query, ra io.ReaderAt, size int64)
 	for lines := 0; ; lines++ {
 		if lines%256 == 0 {
 			if err := ctx.Err(); err != nil {
-				return Page{}, fmt.Errorf("audit replay: %w", err)
+				return Page{}, err
 			}
 		}
 		if scanned >= replayScanBytes && lastSeq > q.After {
@@ -151,7 +162,7 @@ func (l *JSONL) replay(ctx context.Context, q Query, ra io.ReaderAt, size int64)
 		)
 		line, n, complete, buf, err = readRecordLine(r, buf)
 		if err != nil && !errors.Is(err, io.EOF) {
-			return Page{}, fmt.Errorf("audit replay %s: %w", l.path, err)
+			return Page{}, err
 		}
 		if !complete {
 			// End of the file, or a line still being written.
