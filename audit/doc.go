@@ -114,7 +114,9 @@
 // when a log opens it (see Replay below): pos bigserial (one order across
 // the table's chains), and session_id, task_id, tenant and replay_keys,
 // which an append fills from its event. No record text, hash or seq
-// changes, so the chain verifies as before.
+// changes, so the chain verifies as before. Adding them to a large table
+// rewrites it once, under a lock that holds appends meanwhile; a role
+// that only appends then needs USAGE on the pos sequence too.
 //
 // # Replay and live events
 //
