@@ -685,3 +685,55 @@ func TestPreActionPayload(t *testing.T) {
 		t.Error("extra key replaced the tool")
 	}
 }
+
+// TestClientReconnectsWebSocket: when the WebSocket harness drops the
+// connection, the request in flight fails and the next one connects
+// again (with a new handshake) to the harness now answering there.
+func TestClientReconnectsWebSocket(t *testing.T) {
+	var mu sync.Mutex
+	h1 := &slowHandler{delay: 100 * time.Millisecond, started: make(chan struct{}, 1)}
+	current := NewServer(h1, ServerOptions{})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		srv := current
+		mu.Unlock()
+		srv.WebSocketHandler().ServeHTTP(w, r)
+	}))
+	defer hs.Close()
+	c, err := Dial(context.Background(), ClientOptions{Transport: TransportWebSocket, URL: "ws" + strings.TrimPrefix(hs.URL, "http"),
+		MinBackoff: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	failed := make(chan error, 1)
+	go func() {
+		_, err := c.Send(context.Background(), preAction(t, "bash", "ls"))
+		failed <- err
+	}()
+	<-h1.started
+	old := current
+	mu.Lock()
+	current = NewServer(&testHandler{}, ServerOptions{})
+	mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	old.Shutdown(ctx) // does not wait for the slow decision: the connection is closed under it
+	cancel()
+	if err := <-failed; !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("request on the dropped connection: %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		d, err := c.Send(context.Background(), preAction(t, "bash", "rm -rf /"))
+		if err == nil {
+			if d.Kind != Block {
+				t.Fatalf("after reconnect: %+v", d)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never reconnected: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
