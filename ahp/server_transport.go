@@ -447,7 +447,9 @@ func (w *wsConn) close() {
 // Authenticate set, the credential is taken from the api_key or token
 // query parameter (or the HTTP headers HTTPHandler reads); without it the
 // upgrade is refused with 401. A frame over MaxMessageBytes closes the
-// connection (status 1009).
+// connection (status 1009). WebSocket connections are hijacked from the
+// http.Server, whose Shutdown does not see them: Server.Shutdown closes
+// them, once their requests are answered.
 func (s *Server) WebSocketHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.authorized(r, true) {
