@@ -348,6 +348,14 @@ func (w *Workspace) execute(ctx context.Context, plan CommandPlan) (execResult, 
 	}
 	readDone.Wait()
 
+	if status != nil {
+		if len(helperMsg) == 0 || helperMsg[0] != helperStarted {
+			return res, action.Errorf(action.CodeInternal,
+				"the command did not run: the sandbox helper %s did not start; a program that runs commands must hand the %q sub-command to workspace.SandboxMain at the start of main, or name the harness-sandbox binary as its helper",
+				plan.helper, SandboxCommand)
+		}
+		helperMsg = helperMsg[1:]
+	}
 	if len(helperMsg) > 0 {
 		return res, action.Errorf(action.CodeInternal, "the command did not run: %s", helperMsg)
 	}

@@ -1019,3 +1019,28 @@ func TestSandboxPassesNoOtherDescriptor(t *testing.T) {
 		t.Fatalf("the command got a descriptor of the service: %v", out)
 	}
 }
+
+// TestSandboxHelperThatIsNotOneIsRefused: a helper path naming a program
+// that does not hand the sub-command to SandboxMain (a library user's
+// program that forgot to, or any other binary) is reported as such; its
+// exit status is never taken for the command's.
+func TestSandboxHelperThatIsNotOneIsRefused(t *testing.T) {
+	requireFullSandbox(t)
+	for _, helper := range []string{"/bin/true", "/bin/false", "/bin/echo"} {
+		t.Run(helper, func(t *testing.T) {
+			root := t.TempDir()
+			opts := DefaultOptions()
+			opts.Sandbox = SandboxRequired
+			opts.HelperPath = helper
+			w, err := New(root, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			_, err = w.Run(context.Background(), action.Action{Name: "workspace_run_shell", Input: map[string]any{"command": "pwd"}})
+			if action.CodeOf(err) != action.CodeInternal || !strings.Contains(action.MessageOf(err), "SandboxMain") {
+				t.Fatalf("got %v, want an internal error naming SandboxMain", err)
+			}
+		})
+	}
+}

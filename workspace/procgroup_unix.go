@@ -17,3 +17,10 @@ func setProcessGroup(cmd *exec.Cmd) {
 func killProcessGroup(pid int) error {
 	return syscall.Kill(-pid, syscall.SIGKILL)
 }
+
+// writeStatus writes b to the helper's status descriptor fd, without an
+// *os.File whose finalizer could close fd before the helper is done.
+func writeStatus(fd int, b []byte) error {
+	_, err := syscall.Write(fd, b)
+	return err
+}

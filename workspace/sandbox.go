@@ -307,11 +307,24 @@ func parseHelperArgs(args []string) (sandboxPolicy, string, []string, error) {
 // people; the caller is Workspace.
 func SandboxMain(args []string) int {
 	p, program, argv, err := parseHelperArgs(args)
+	if err == nil && p.StatusFD >= 3 {
+		// The first byte on the status descriptor says the helper is
+		// running: a program re-run as the helper that does not hand the
+		// sub-command to SandboxMain writes nothing, and the caller says so
+		// instead of taking that program's exit for the command's.
+		if werr := writeStatus(p.StatusFD, []byte{helperStarted}); werr != nil {
+			err = fmt.Errorf("status descriptor: %w", werr)
+		}
+	}
 	if err == nil {
 		err = runSandboxed(p, program, argv)
 	}
 	return reportHelperFailure(p.StatusFD, err)
 }
+
+// helperStarted is the byte SandboxMain writes first on the status
+// descriptor.
+const helperStarted = '+'
 
 // reportHelperFailure writes err to the status descriptor (if any) and to
 // stderr and returns the helper's failure status.
