@@ -87,3 +87,37 @@ func report(b *testing.B, lat []time.Duration, elapsed time.Duration) {
 	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
 }
+
+// BenchmarkServerHandleMessage measures the server's share of a
+// pre_action round trip without a transport: parse, validate, decide
+// (trivially), answer.
+func BenchmarkServerHandleMessage(b *testing.B) {
+	srv := NewServer(allowAll, ServerOptions{})
+	ev := preAction(b, "bash", "ls -la")
+	ev.SessionID, ev.AgentID, ev.Timestamp = "session-1", "agent-1", "2026-11-23T00:00:00Z"
+	p, _ := ev.MarshalJSON()
+	msg := appendRequest(nil, "c-1", MethodEvent, p)
+	b.ReportAllocs()
+	for b.Loop() {
+		if srv.HandleMessage(context.Background(), msg) == nil {
+			b.Fatal("no answer")
+		}
+	}
+}
+
+// BenchmarkClientDecodeDecision measures the client's share: reading an
+// answer and its decision.
+func BenchmarkClientDecodeDecision(b *testing.B) {
+	answer := []byte(`{"jsonrpc":"2.0","id":"c-1","result":{"decision":"block","reason":"dangerous command"}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		m, err := parseAnswer(answer)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var d Decision
+		if err := decodeResult(m, "c-1", &d); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
