@@ -29,6 +29,7 @@ type Governance struct {
 	Risk                int64 `json:"risk"`
 	WallMS              int64 `json:"wall_ms"`
 	BytesWritten        int64 `json:"bytes_written"`
+	BytesRead           int64 `json:"bytes_read"`
 	CommandMS           int64 `json:"command_ms"`
 	// Repeats is how many times in a row the last changing action was
 	// issued; FailingRepeats how many times the last failing action failed
@@ -132,7 +133,7 @@ func (g *Governance) canonicalValue() map[string]any {
 		"by": g.By, "counted": g.Counted, "actions": g.Actions, "errors": g.Errors,
 		"consecutive_errors": g.ConsecutiveErrors, "refusals": g.Refusals,
 		"consecutive_refusals": g.ConsecutiveRefusals, "risk": g.Risk, "wall_ms": g.WallMS,
-		"bytes_written": g.BytesWritten, "command_ms": g.CommandMS,
+		"bytes_written": g.BytesWritten, "bytes_read": g.BytesRead, "command_ms": g.CommandMS,
 		"repeats": g.Repeats, "failing_repeats": g.FailingRepeats,
 	}
 	setNonEmpty(m, "action_hash", g.ActionHash)

@@ -306,7 +306,7 @@ func (a *Admission) Snapshot() ahp.Governance {
 	s := ahp.Governance{
 		By: a.key.by(), Counted: a.counted, Actions: c.Actions, Errors: c.Errors,
 		ConsecutiveErrors: c.ConsecutiveErrors, Refusals: c.Refusals, ConsecutiveRefusals: c.ConsecutiveRefusals,
-		Risk: c.Risk, BytesWritten: c.BytesWritten, CommandMS: c.CommandMS,
+		Risk: c.Risk, BytesWritten: c.BytesWritten, BytesRead: c.BytesRead, CommandMS: c.CommandMS,
 		Repeats: c.Repeats, FailingRepeats: c.FailingRepeats,
 	}
 	if a.hashed {

@@ -446,6 +446,9 @@ func TestGovernanceCountsBytesRead(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, int64(10+3+4+100), c.BytesRead)
 			assert.Equal(t, int64(5), c.BytesWritten)
+			next := &policy.Request{Action: govRead("d"), Principal: "agent", Phase: policy.PhaseDirect}
+			require.True(t, r.guard.Decide(context.Background(), next).Allowed())
+			assert.Equal(t, int64(10+3+4+100), next.Governance.Snapshot().BytesRead, "the audit records' snapshot shows bytes read")
 			require.NoError(t, r.gov.Reset(context.Background(), policy.SessionKey{Session: "s"}))
 			c, err = store.Get(context.Background(), policy.SessionKey{Session: "s"})
 			require.NoError(t, err)
