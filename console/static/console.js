@@ -234,6 +234,7 @@
     if (a.status !== "pending") {
       fact(dl, "Decided by", a.decided_by);
       fact(dl, "Scope", a.scope);
+      fact(dl, "Method", a.method);
       fact(dl, "Decision reason", a.reason);
     }
     const pv = $("d-preview");
