@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -36,16 +37,43 @@ func withAuditors(cfg *config.Config) {
 	)
 }
 
-// replayFixture is a fixture whose server serves the event routes, with
-// the fixture's own audit log (opened a second time) to replay.
-func replayFixture(t *testing.T, hub *audit.Hub) *fixture {
+// eventsServer is a server that serves only the event routes from src,
+// with the fixture's keys and the auditors'. It is built apart from
+// NewServer so that these tests do not depend on how NewServer is given
+// its EventSource.
+func eventsServer(t *testing.T, src EventSource) *Server {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Harness.Auth.Keys = []config.AuthKey{
+		{Principal: "alice", SHA256: sha(keyAlice), Permissions: []string{"agent:execute", "agent:trusted"}},
+		{Principal: "bob", SHA256: sha(keyBob), Permissions: []string{"agent:execute"}},
+		{Principal: "root", SHA256: sha(keyAdmin), Permissions: []string{"admin"}},
+	}
+	withAuditors(cfg)
+	keys, err := NewKeys(cfg.Harness.Auth.Keys)
+	require.NoError(t, err)
+	s := &Server{keys: keys, maxBody: DefaultMaxBodyBytes, metrics: NewMetrics(), log: slog.New(slog.DiscardHandler), mux: http.NewServeMux()}
+	s.registerEventRoutes(src)
+	return s
+}
+
+// serveEvents serves eventsServer(src) and returns its URL.
+func serveEvents(t *testing.T, src EventSource) string {
+	t.Helper()
+	ts := httptest.NewServer(eventsServer(t, src))
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+// replayFixture is a fixture to run actions on, and the URL of the event
+// routes over its audit log (opened a second time).
+func replayFixture(t *testing.T, hub *audit.Hub) (*fixture, string) {
 	t.Helper()
 	f := newFixture(t, fixtureOpts{store: NewMemoryStore(0), cfg: withAuditors})
 	rl, err := audit.OpenJSONL(f.AuditPath)
 	require.NoError(t, err)
 	t.Cleanup(func() { rl.Close() })
-	f.Server.registerEventRoutes(EventSource{Replay: rl, Hub: hub})
-	return f
+	return f, serveEvents(t, EventSource{Replay: rl, Hub: hub})
 }
 
 func echo(session, task, text string) map[string]any {
@@ -83,7 +111,7 @@ func getEvents(t *testing.T, url, key string, limit int) []map[string]any {
 }
 
 func TestSessionAndTaskEventsReplayInOrder(t *testing.T) {
-	f := replayFixture(t, nil)
+	f, ev := replayFixture(t, nil)
 	script := []map[string]any{
 		echo("sess-A", "task-1", "one"),
 		echo("sess-B", "task-9", "elsewhere"),
@@ -120,32 +148,32 @@ func TestSessionAndTaskEventsReplayInOrder(t *testing.T) {
 		{"pre_action", "three", "task-2"}, {"post_action", "", "task-2"},
 	}
 	for _, limit := range []int{1, 2, 1000} {
-		require.Equal(t, want, summary(getEvents(t, f.URL+"/v1/sessions/sess-A/events", keyAuditor, limit)), "limit %d", limit)
+		require.Equal(t, want, summary(getEvents(t, ev+"/v1/sessions/sess-A/events", keyAuditor, limit)), "limit %d", limit)
 	}
-	require.Equal(t, want[:4], summary(getEvents(t, f.URL+"/v1/tasks/task-1/events", keyAuditor, 3)))
-	require.Equal(t, want[4:], summary(getEvents(t, f.URL+"/v1/tasks/task-2/events", keyAdmin, 10)), "admin reads events too")
-	require.Empty(t, getEvents(t, f.URL+"/v1/sessions/nobody/events", keyAuditor, 10))
+	require.Equal(t, want[:4], summary(getEvents(t, ev+"/v1/tasks/task-1/events", keyAuditor, 3)))
+	require.Equal(t, want[4:], summary(getEvents(t, ev+"/v1/tasks/task-2/events", keyAdmin, 10)), "admin reads events too")
+	require.Empty(t, getEvents(t, ev+"/v1/sessions/nobody/events", keyAuditor, 10))
 
 	// The default page and a cursor past the end.
-	st, body := call(t, "GET", f.URL+"/v1/sessions/sess-A/events", keyAuditor, nil)
+	st, body := call(t, "GET", ev+"/v1/sessions/sess-A/events", keyAuditor, nil)
 	require.Equal(t, 200, st)
 	require.Len(t, body["events"], 6)
 	require.EqualValues(t, 0, body["next"])
-	st, body = call(t, "GET", f.URL+"/v1/sessions/sess-A/events?after=1000000", keyAuditor, nil)
+	st, body = call(t, "GET", ev+"/v1/sessions/sess-A/events?after=1000000", keyAuditor, nil)
 	require.Equal(t, 200, st)
 	require.Equal(t, []any{}, body["events"])
 }
 
 // A key bound to a tenant replays only its tenant's records.
 func TestEventsReplayKeepsToTheKeysTenant(t *testing.T) {
-	f := replayFixture(t, nil)
+	f, ev := replayFixture(t, nil)
 	for _, k := range []string{keyErin1, keyErin2} {
 		st, body := call(t, "POST", f.URL+"/v1/actions", k, echo("shared", "", "x"))
 		require.Equal(t, 200, st, "%v", body)
 	}
 	tenants := func(key string) []string {
 		var out []string
-		for _, r := range getEvents(t, f.URL+"/v1/sessions/shared/events", key, 100) {
+		for _, r := range getEvents(t, ev+"/v1/sessions/shared/events", key, 100) {
 			out = append(out, r["event"].(map[string]any)["payload"].(map[string]any)["tenant"].(string))
 		}
 		return out
@@ -156,7 +184,7 @@ func TestEventsReplayKeepsToTheKeysTenant(t *testing.T) {
 }
 
 func TestEventsRoutesRefuseBadRequests(t *testing.T) {
-	f := replayFixture(t, audit.NewHub(audit.HubOptions{}))
+	url := serveEvents(t, EventSource{Replay: noReplay{}, Hub: audit.NewHub(audit.HubOptions{})})
 	long := strings.Repeat("x", audit.MaxReplayID+1)
 	for _, tc := range []struct {
 		name, method, path, key string
@@ -180,7 +208,7 @@ func TestEventsRoutesRefuseBadRequests(t *testing.T) {
 		{"stream filter too long", "GET", "/v1/events?session_id=" + long, keyAuditor, 400, "invalid_input"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st, body := call(t, tc.method, f.URL+tc.path, tc.key, nil)
+			st, body := call(t, tc.method, url+tc.path, tc.key, nil)
 			require.Equal(t, tc.status, st, "%v", body)
 			require.Equal(t, tc.code, errCode(body))
 		})
@@ -188,10 +216,9 @@ func TestEventsRoutesRefuseBadRequests(t *testing.T) {
 }
 
 func TestEventsRoutesWithoutASource(t *testing.T) {
-	f := newFixture(t, fixtureOpts{store: NewMemoryStore(0), cfg: withAuditors})
-	f.Server.registerEventRoutes(EventSource{})
+	url := serveEvents(t, EventSource{})
 	for _, p := range []string{"/v1/sessions/s/events", "/v1/tasks/t/events", "/v1/events"} {
-		st, body := call(t, "GET", f.URL+p, keyAuditor, nil)
+		st, body := call(t, "GET", url+p, keyAuditor, nil)
 		require.Equal(t, 404, st, "%s: %v", p, body)
 		require.Equal(t, "not_found", errCode(body))
 	}
@@ -288,16 +315,15 @@ func (r *sseReader) ended(t *testing.T) []sseEvent {
 // by session and by the key's tenant, and ends when the client goes.
 func TestEventsStreamLive(t *testing.T) {
 	hub := audit.NewHub(audit.HubOptions{})
-	f := newFixture(t, fixtureOpts{store: NewMemoryStore(0), cfg: withAuditors})
 	log, err := audit.OpenJSONL(filepath.Join(t.TempDir(), "live.jsonl"), audit.WithHub(hub))
 	require.NoError(t, err)
 	defer log.Close()
-	f.Server.registerEventRoutes(EventSource{Hub: hub, KeepAlive: 20 * time.Millisecond})
+	url := serveEvents(t, EventSource{Hub: hub, KeepAlive: 20 * time.Millisecond})
 
 	ctx, cancel := context.WithCancel(context.Background())
-	all := openStream(t, ctx, f.URL+"/v1/events", keyAuditor)
-	one := openStream(t, ctx, f.URL+"/v1/events?session_id=s-2", keyAuditor)
-	t1 := openStream(t, ctx, f.URL+"/v1/events", keyAuditorT1)
+	all := openStream(t, ctx, url+"/v1/events", keyAuditor)
+	one := openStream(t, ctx, url+"/v1/events?session_id=s-2", keyAuditor)
+	t1 := openStream(t, ctx, url+"/v1/events", keyAuditorT1)
 	require.Eventually(t, func() bool { return hub.Subscribers() == 3 }, 5*time.Second, 5*time.Millisecond)
 
 	events := []map[string]any{
@@ -336,31 +362,28 @@ func TestEventsStreamLive(t *testing.T) {
 
 func TestEventsStreamEnds(t *testing.T) {
 	hub := audit.NewHub(audit.HubOptions{MaxSubscribers: 2})
-	f := newFixture(t, fixtureOpts{store: NewMemoryStore(0), cfg: withAuditors})
-	f.Server.registerEventRoutes(EventSource{Hub: hub, MaxStream: 300 * time.Millisecond})
+	url := serveEvents(t, EventSource{Hub: hub, MaxStream: 300 * time.Millisecond})
 
-	short := openStream(t, context.Background(), f.URL+"/v1/events", keyAuditor)
+	short := openStream(t, context.Background(), url+"/v1/events", keyAuditor)
 	require.Empty(t, short.ended(t), "a stream ends after MaxStream")
 
-	a := openStream(t, context.Background(), f.URL+"/v1/events?task_id=t", keyAuditor)
-	_ = openStream(t, context.Background(), f.URL+"/v1/events", keyAuditor)
+	a := openStream(t, context.Background(), url+"/v1/events?task_id=t", keyAuditor)
+	_ = openStream(t, context.Background(), url+"/v1/events", keyAuditor)
 	require.Eventually(t, func() bool { return hub.Subscribers() == 2 }, 5*time.Second, 5*time.Millisecond)
-	st, body := call(t, "GET", f.URL+"/v1/events", keyAuditor, nil)
+	st, body := call(t, "GET", url+"/v1/events", keyAuditor, nil)
 	require.Equal(t, 429, st, "%v", body)
 	require.Equal(t, CodeRateLimited, errCode(body))
 
 	hub.Close() // the server shuts down
 	require.Empty(t, a.ended(t))
-	st, body = call(t, "GET", f.URL+"/v1/events", keyAuditor, nil)
+	st, body = call(t, "GET", url+"/v1/events", keyAuditor, nil)
 	require.Equal(t, 503, st, "%v", body)
 }
 
 // A stream outlives the server's read timeout (harness serve sets one).
 func TestEventsStreamOutlivesReadTimeout(t *testing.T) {
 	hub := audit.NewHub(audit.HubOptions{})
-	f := newFixture(t, fixtureOpts{store: NewMemoryStore(0), cfg: withAuditors})
-	f.Server.registerEventRoutes(EventSource{Hub: hub, KeepAlive: time.Hour})
-	ts := httptest.NewUnstartedServer(f.Server)
+	ts := httptest.NewUnstartedServer(eventsServer(t, EventSource{Hub: hub, KeepAlive: time.Hour}))
 	ts.Config.ReadTimeout = 200 * time.Millisecond
 	ts.Start()
 	defer ts.Close()
@@ -400,15 +423,14 @@ func (w *blockingWriter) Flush() {}
 // never waits for it, and its stream ends with a "dropped" event.
 func TestEventsStreamDropsSlowClient(t *testing.T) {
 	hub := audit.NewHub(audit.HubOptions{Buffer: 2})
-	f := newFixture(t, fixtureOpts{store: NewMemoryStore(0), cfg: withAuditors})
-	f.Server.registerEventRoutes(EventSource{Hub: hub})
+	srv := eventsServer(t, EventSource{Hub: hub})
 	w := &blockingWriter{header: http.Header{}, release: make(chan struct{}), writes: make(chan struct{}, 1)}
 	req := httptest.NewRequest("GET", "/v1/events", nil)
 	req.Header.Set("Authorization", "Bearer "+keyAuditor)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		f.Server.ServeHTTP(w, req)
+		srv.ServeHTTP(w, req)
 	}()
 	<-w.writes // the stream's first write waits on the client
 	published := make(chan struct{})
@@ -469,12 +491,16 @@ func TestSessionEventsReplayFromPostgres(t *testing.T) {
 			want = append(want, fmt.Sprintf("%s/%d", rec.Instance, rec.Seq))
 		}
 	}
-	f := newFixture(t, fixtureOpts{store: NewMemoryStore(0), cfg: withAuditors})
-	f.Server.registerEventRoutes(EventSource{Replay: logs[0]})
+	url := serveEvents(t, EventSource{Replay: logs[0]})
 	var got []string
-	for _, r := range getEvents(t, f.URL+"/v1/sessions/sess-pg/events", keyAuditor, 2) {
+	for _, r := range getEvents(t, url+"/v1/sessions/sess-pg/events", keyAuditor, 2) {
 		got = append(got, fmt.Sprintf("%s/%.0f", r["instance"], r["seq"]))
 	}
 	require.Equal(t, want, got)
-	require.Len(t, getEvents(t, f.URL+"/v1/tasks/task-pg/events", keyAuditor, 3), 7)
+	require.Len(t, getEvents(t, url+"/v1/tasks/task-pg/events", keyAuditor, 3), 7)
 }
+
+// noReplay is a Replayer with nothing to replay.
+type noReplay struct{}
+
+func (noReplay) Replay(context.Context, audit.Query) (audit.Page, error) { return audit.Page{}, nil }
