@@ -21,6 +21,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
@@ -338,11 +339,7 @@ func (g *Guard) deferred(ctx context.Context, s *Step, req *Request, d Decision)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			code := action.CodeTimeout
-			if ctx.Err() == context.Canceled {
-				code = action.CodeCanceled
-			}
-			return Decision{Outcome: Deny, Code: code, Message: "gave up waiting for " + s.Name + ": " + ctx.Err().Error()}
+			return GaveUp(ctx, s.Name)
 		case <-t.C:
 		}
 	}
@@ -404,4 +401,15 @@ func quote(s string) string {
 		s = s[:64] + "…"
 	}
 	return strconv.Quote(s)
+}
+
+// GaveUp is the denial of a request whose context ended while a step
+// (named what) was being waited for: canceled when its caller went away,
+// timeout when its deadline passed.
+func GaveUp(ctx context.Context, what string) Decision {
+	code := action.CodeTimeout
+	if errors.Is(ctx.Err(), context.Canceled) {
+		code = action.CodeCanceled
+	}
+	return Decision{Outcome: Deny, Code: code, Message: "gave up waiting for " + what + ": " + ctx.Err().Error()}
 }

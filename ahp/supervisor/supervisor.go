@@ -126,11 +126,7 @@ func (s *Supervisor) decide(ctx context.Context, req *policy.Request) policy.Dec
 		d, err := s.ask(ctx, ev)
 		if err != nil {
 			if ctx.Err() != nil {
-				code := action.CodeTimeout
-				if ctx.Err() == context.Canceled {
-					code = action.CodeCanceled
-				}
-				return policy.Decision{Outcome: policy.Deny, Code: code, Message: "gave up waiting for the AHP supervisor: " + ctx.Err().Error()}
+				return policy.GaveUp(ctx, "the AHP supervisor")
 			}
 			return blocked("the AHP supervisor could not be consulted (" + err.Error() + "); every action is refused until it answers")
 		}
@@ -159,11 +155,7 @@ func (s *Supervisor) decide(ctx context.Context, req *policy.Request) policy.Dec
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				code := action.CodeTimeout
-				if ctx.Err() == context.Canceled {
-					code = action.CodeCanceled
-				}
-				return policy.Decision{Outcome: policy.Deny, Code: code, Message: "gave up waiting for the AHP supervisor: " + ctx.Err().Error()}
+				return policy.GaveUp(ctx, "the AHP supervisor")
 			case <-t.C:
 			}
 			ev.Timestamp = s.opts.Now().UTC().Format(time.RFC3339Nano)

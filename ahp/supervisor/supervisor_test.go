@@ -303,7 +303,7 @@ func TestSupervisorSlowOrNonsenseRefuses(t *testing.T) {
 		"an error object":      `{"jsonrpc":"2.0","id":ID,"error":{"code":-32603,"message":"Handler error: boom"}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			sock := rawPeer(t, answer)
+			sock := rawPeer(t, goodHandshake, answer)
 			p, _ := open(t, unixYAML(sock))
 			obs := p.Execute(context.Background(), action.Action{Name: "workspace_read_file", Input: map[string]any{"path": "a.txt"}})
 			assert.Equal(t, action.CodeHarnessBlocked, obs.Code, obs.Message)
@@ -312,10 +312,13 @@ func TestSupervisorSlowOrNonsenseRefuses(t *testing.T) {
 	}
 }
 
-// rawPeer is a harness on a Unix socket that answers a handshake
-// correctly and every other request with answer (ID replaced by the
-// request's id).
-func rawPeer(t *testing.T, answer string) string {
+// goodHandshake answers a handshake as a v2.4 harness does.
+const goodHandshake = `{"jsonrpc":"2.0","id":ID,"result":{"protocol_version":"2.4","harness_info":{"name":"raw","version":"1","capabilities":[]}}}`
+
+// rawPeer is a harness on a Unix socket that answers a handshake with
+// hello and every other request with answer (ID replaced by the request's
+// id).
+func rawPeer(t *testing.T, hello, answer string) string {
 	t.Helper()
 	sock := filepath.Join(shortDir(t), "raw.sock")
 	ln, err := net.Listen("unix", sock)
@@ -338,11 +341,11 @@ func rawPeer(t *testing.T, answer string) string {
 					if json.Unmarshal(sc.Bytes(), &m) != nil || m.ID == nil {
 						continue
 					}
-					out := strings.ReplaceAll(answer, "ID", string(m.ID))
+					out := answer
 					if m.Method == "ahp/handshake" {
-						out = `{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"protocol_version":"2.4","harness_info":{"name":"raw","version":"1","capabilities":[]}}}`
+						out = hello
 					}
-					if _, err := c.Write([]byte(out + "\n")); err != nil {
+					if _, err := c.Write([]byte(strings.ReplaceAll(out, "ID", string(m.ID)) + "\n")); err != nil {
 						return
 					}
 				}
@@ -355,31 +358,8 @@ func rawPeer(t *testing.T, answer string) string {
 // TestSupervisorRefusesAnotherMajorVersion: a harness that answers the
 // handshake with protocol 1.0 is refused.
 func TestSupervisorRefusesAnotherMajorVersion(t *testing.T) {
-	sock := filepath.Join(shortDir(t), "v1.sock")
-	ln, err := net.Listen("unix", sock)
-	require.NoError(t, err)
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func(c net.Conn) {
-				defer c.Close()
-				sc := bufio.NewScanner(c)
-				for sc.Scan() {
-					var m struct {
-						ID json.RawMessage `json:"id"`
-					}
-					if json.Unmarshal(sc.Bytes(), &m) != nil || m.ID == nil {
-						continue
-					}
-					c.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"protocol_version":"1.0","harness_info":{"name":"old","version":"1","capabilities":[]},"decision":"allow"}}` + "\n"))
-				}
-			}(c)
-		}
-	}()
+	sock := rawPeer(t, `{"jsonrpc":"2.0","id":ID,"result":{"protocol_version":"1.0","harness_info":{"name":"old","version":"1","capabilities":[]}}}`,
+		`{"jsonrpc":"2.0","id":ID,"result":{"decision":"allow"}}`)
 	p, _ := open(t, unixYAML(sock))
 	obs := p.Execute(context.Background(), action.Action{Name: "workspace_read_file", Input: map[string]any{"path": "a.txt"}})
 	assert.Equal(t, action.CodeHarnessBlocked, obs.Code, obs.Message)
