@@ -115,8 +115,9 @@
 // the table's chains), and session_id, task_id, tenant and replay_keys,
 // which an append fills from its event. No record text, hash or seq
 // changes, so the chain verifies as before. Adding them to a large table
-// rewrites it once, under a lock that holds appends meanwhile; a role
-// that only appends then needs USAGE on the pos sequence too.
+// rewrites it once, under a lock that holds appends meanwhile. Roles
+// that may insert into the table are granted USAGE on the pos sequence
+// then; a role granted INSERT later needs that grant too.
 //
 // # Replay and live events
 //

@@ -134,7 +134,7 @@ func (p *Postgres) ensureReplay(ctx context.Context) error {
 				return err
 			}
 		}
-		return nil
+		return p.grantPos(ctx, tx)
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -145,6 +145,37 @@ func (p *Postgres) ensureReplay(ctx context.Context) error {
 		return nil
 	}
 	p.replayCols = true
+	return nil
+}
+
+// grantPos lets every role that may insert into the table draw from
+// the sequence of pos, which every insert now does: an appending role of
+// a table made before replay existed goes on appending after the owner's
+// migration. (A role granted INSERT later needs USAGE on the sequence.)
+func (p *Postgres) grantPos(ctx context.Context, tx pgx.Tx) error {
+	var seq string
+	if err := tx.QueryRow(ctx, `SELECT pg_get_serial_sequence($1, 'pos')`, p.table).Scan(&seq); err != nil {
+		return err
+	}
+	rows, err := tx.Query(ctx, `SELECT DISTINCT coalesce(r.rolname, '') FROM pg_class c
+		CROSS JOIN LATERAL aclexplode(c.relacl) a LEFT JOIN pg_roles r ON r.oid = a.grantee
+		WHERE c.oid = to_regclass($1) AND a.privilege_type = 'INSERT'`, p.table)
+	if err != nil {
+		return err
+	}
+	roles, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	for _, r := range roles {
+		to := "PUBLIC"
+		if r != "" {
+			to = pgx.Identifier{r}.Sanitize()
+		}
+		if _, err := tx.Exec(ctx, `GRANT USAGE ON SEQUENCE `+seq+` TO `+to); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -487,5 +489,75 @@ func TestKeysOf(t *testing.T) {
 		if got := keysOf(ev); got != tc.want {
 			t.Errorf("%s: %+v, want %+v", name, got, tc.want)
 		}
+	}
+}
+
+// A table in a schema of its own gets its replay indexes in that schema.
+func TestReplayPostgresSchemaQualifiedTable(t *testing.T) {
+	dsn := testkit.Postgres(t)
+	schema := "harness_replay_" + randomHex(t)
+	adminExec(t, dsn, "CREATE SCHEMA "+schema)
+	t.Cleanup(func() { adminExec(t, dsn, "DROP SCHEMA "+schema+" CASCADE") })
+	p := openPG(t, dsn, schema+".audit", "replica-a")
+	want := runScript(t, p)
+	checkReplay(t, p, want)
+	// Opened again, nothing is missing and nothing is added twice.
+	cols, idx, err := p.missingReplay(context.Background(), p.conn)
+	if err != nil || len(cols) != 0 || len(idx) != 0 {
+		t.Fatalf("after open: missing columns %v, indexes %v, %v", cols, idx, err)
+	}
+	checkReplay(t, openPG(t, dsn, schema+".audit", "replica-b"), want)
+}
+
+// A role that may only read and append to an old table opens it, appends
+// and refuses to replay; once the owner has added the replay columns the
+// role goes on appending (the migration lets it draw positions), and
+// every record replays.
+func TestReplayPostgresAppendingRole(t *testing.T) {
+	dsn := testkit.Postgres(t)
+	table := testTable(t, dsn)
+	owner := openPG(t, dsn, table, "replica-a")
+	steps := script()
+	want := map[string][]Record{}
+	add := func(l *Postgres, s scriptStep) {
+		t.Helper()
+		rec, err := l.Append(context.Background(), s.event, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range s.in {
+			want[q] = append(want[q], rec)
+		}
+	}
+	add(owner, steps[0])
+	owner.Close()
+	var names []string
+	for _, ix := range owner.replayIndexes() {
+		names = append(names, ix.name)
+	}
+	adminExec(t, dsn, `DROP INDEX `+strings.Join(names, ", "),
+		`ALTER TABLE `+table+` DROP COLUMN pos, DROP COLUMN replay_keys, DROP COLUMN session_id, DROP COLUMN task_id, DROP COLUMN tenant`)
+	role := "harness_appender_" + randomHex(t)
+	adminExec(t, dsn, `CREATE ROLE `+role+` LOGIN`, `GRANT SELECT, INSERT ON `+table+` TO `+role)
+	t.Cleanup(func() { adminExec(t, dsn, `DROP OWNED BY `+role, `DROP ROLE `+role) })
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.User(role)
+	roleDSN := u.String()
+
+	appender := openPG(t, roleDSN, table, "replica-a")
+	add(appender, steps[1])
+	if _, err := appender.Replay(context.Background(), Query{SessionID: "s-1"}); !errors.Is(err, ErrNoReplayColumns) {
+		t.Fatalf("replay without the columns: %v", err)
+	}
+	migrated := openPG(t, dsn, table, "replica-b") // the owner
+	add(appender, steps[2])                        // still appending, now with pos
+	add(migrated, steps[5])
+	add(openPG(t, roleDSN, table, "replica-c"), steps[8])
+	checkReplay(t, migrated, want)
+	if rep := verifyPG(t, dsn, table, ""); !rep.OK() || rep.Records != 5 {
+		t.Fatalf("verify: %s", rep)
 	}
 }
