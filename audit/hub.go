@@ -157,7 +157,9 @@ func WithHub(h *Hub) Option { return func(c *config) { c.hub = h } }
 
 // Publishing returns an Appender that appends to a and publishes each
 // record it appended to h: for a log opened without WithHub. Records
-// appended to a by other callers are not published.
+// appended to a by other callers are not published, and records of
+// concurrent appends may be published out of seq order (WithHub keeps
+// the chain's order).
 func Publishing(a Appender, h *Hub) Appender { return publishing{a, h} }
 
 type publishing struct {
