@@ -3,6 +3,7 @@ package workspace
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -112,14 +113,15 @@ func entryType(m fs.FileMode) string {
 // listFiles implements workspace_list_files.
 //
 // Input: path (default "."), recursive, max_entries (default
-// Options.MaxListEntries), include_git, details (default true: size and
-// mod_time of every entry, at the cost of one lstat each; false lists
-// names and types only, read from the directory itself).
+// Options.MaxListEntries), include_git, details (default false: names and
+// types only, read from the directory itself; true adds the size and
+// mod_time of every entry, at the cost of one lstat each, which for a
+// large directory is most of the listing's time).
 //
 // Payload: {"path": the clean root-relative directory, "entries": [{"path":
 // root-relative slash path, "name", "type": "file"|"dir"|"symlink"|"other",
 // "size": bytes as reported by lstat, "mod_time": RFC 3339 UTC (the last
-// two left out with details false)}],
+// two only with details true)}],
 // "truncated": true when entries stopped at max_entries}. max_entries is
 // capped at 100000.
 //
@@ -143,7 +145,7 @@ func (w *Workspace) listFiles(ctx context.Context, in map[string]any) (map[strin
 	if err != nil {
 		return nil, err
 	}
-	details, err := boolArg(in, "details", true)
+	details, err := boolArg(in, "details", false)
 	if err != nil {
 		return nil, err
 	}
@@ -212,13 +214,21 @@ func (l *lister) walk(dir *os.Root, rel string, depth int) error {
 	if err != nil {
 		return fsError(rel, err)
 	}
-	for _, e := range ents {
+	// Only the entries that fit are built; the paths of those share one
+	// allocation.
+	fit := min(len(ents), l.max-len(l.entries))
+	paths := childPaths(rel, ents[:fit])
+	if l.entries == nil {
+		l.entries = make([]any, 0, fit)
+	}
+	for i, e := range ents {
 		if len(l.entries) >= l.max {
 			l.truncated, l.full = true, true
 			return nil
 		}
-		childRel := joinRel(rel, e.name)
-		entry := map[string]any{"path": childRel, "name": e.name, "type": entryType(e.mode)}
+		childRel := paths[i]
+		// The name is the path's last element: no string of its own.
+		entry := map[string]any{"path": childRel, "name": childRel[len(childRel)-len(e.name):], "type": entryTypeValue(e.mode)}
 		if e.info != nil {
 			entry["size"] = e.info.Size()
 			entry["mod_time"] = e.info.ModTime().UTC().Format(time.RFC3339Nano)
@@ -252,6 +262,56 @@ func (l *lister) walk(dir *os.Root, rel string, depth int) error {
 	return nil
 }
 
+// childPaths returns the root-relative paths of ents, entries of the
+// directory at rel, in one allocation.
+func childPaths(rel string, ents []listEntry) []string {
+	paths := make([]string, len(ents))
+	if rel == "." || rel == "" {
+		for i, e := range ents {
+			paths[i] = e.name
+		}
+		return paths
+	}
+	n := 0
+	for _, e := range ents {
+		n += len(rel) + 1 + len(e.name)
+	}
+	buf := make([]byte, 0, n)
+	for _, e := range ents {
+		buf = append(append(append(buf, rel...), '/'), e.name...)
+	}
+	all := string(buf)
+	off := 0
+	for i, e := range ents {
+		end := off + len(rel) + 1 + len(e.name)
+		paths[i] = all[off:end]
+		off = end
+	}
+	return paths
+}
+
+// Entry types as the values a listing's maps hold: boxed once, not once
+// per entry.
+var (
+	typeFile    any = "file"
+	typeDir     any = "dir"
+	typeSymlink any = "symlink"
+	typeOther   any = "other"
+)
+
+// entryTypeValue is entryType(m) as a map value.
+func entryTypeValue(m fs.FileMode) any {
+	switch {
+	case m.IsRegular():
+		return typeFile
+	case m.IsDir():
+		return typeDir
+	case m&fs.ModeSymlink != 0:
+		return typeSymlink
+	}
+	return typeOther
+}
+
 // listEntry is one directory entry of a listing; info is set when the
 // listing asked for details.
 type listEntry struct {
@@ -280,11 +340,41 @@ func (l *lister) read(dir *os.Root) ([]listEntry, error) {
 		return nil, err
 	}
 	ents := make([]listEntry, len(des))
-	for i, d := range des {
-		ents[i] = listEntry{name: d.name, mode: d.mode}
+	for i, k := range sortedByName(des) {
+		ents[i] = listEntry{name: des[k.i].name, mode: des[k.i].mode}
 	}
-	slices.SortFunc(ents, func(a, b listEntry) int { return strings.Compare(a.name, b.name) })
 	return ents, nil
+}
+
+// nameKey orders one entry of a directory: prefix holds the first eight
+// bytes of its name, big-endian and zero-padded, so that comparing
+// prefixes orders names by their bytes (a name has no NUL byte) and most
+// comparisons of a directory's names are one integer comparison.
+type nameKey struct {
+	prefix uint64
+	i      int
+}
+
+// sortedByName returns the indices of des in byte order of their names.
+func sortedByName(des []dirEntry) []nameKey {
+	keys := make([]nameKey, len(des))
+	for i, d := range des {
+		var p uint64
+		for j := 0; j < 8; j++ {
+			p <<= 8
+			if j < len(d.name) {
+				p |= uint64(d.name[j])
+			}
+		}
+		keys[i] = nameKey{prefix: p, i: i}
+	}
+	slices.SortFunc(keys, func(a, b nameKey) int {
+		if a.prefix != b.prefix {
+			return cmp.Compare(a.prefix, b.prefix)
+		}
+		return strings.Compare(des[a.i].name, des[b.i].name)
+	})
+	return keys
 }
 
 // otherDevice reports whether fi is on another device than the listed

@@ -74,7 +74,13 @@ func readDirTypes(dir *os.Root) ([]dirEntry, error) {
 	bp := direntBufs.Get().(*[]byte)
 	defer direntBufs.Put(bp)
 	buf := *bp
-	var out []dirEntry
+	// The names go into one arena, made a single string at the end, so
+	// that a large directory costs a few allocations, not one per name.
+	var (
+		arena []byte
+		ends  []int // ends[i]: where out[i]'s name ends in arena
+		out   []dirEntry
+	)
 	for {
 		var n int
 		var rerr error
@@ -94,6 +100,9 @@ func readDirTypes(dir *os.Root) ([]dirEntry, error) {
 		if n <= 0 {
 			break
 		}
+		if arena == nil {
+			arena = make([]byte, 0, n/2) // names are most of a record
+		}
 		for off := 0; off+19 <= n; {
 			reclen := int(binary.NativeEndian.Uint16(buf[off+16:]))
 			if reclen <= 0 || off+reclen > n {
@@ -105,11 +114,10 @@ func readDirTypes(dir *os.Root) ([]dirEntry, error) {
 				raw = raw[:i]
 			}
 			off += reclen
-			name := string(raw)
-			if name == "." || name == ".." || name == "" {
+			if len(raw) == 0 || (raw[0] == '.' && (len(raw) == 1 || (len(raw) == 2 && raw[1] == '.'))) {
 				continue
 			}
-			e := dirEntry{name: name}
+			var e dirEntry
 			switch typ {
 			case syscall.DT_REG:
 			case syscall.DT_DIR:
@@ -125,14 +133,22 @@ func readDirTypes(dir *os.Root) ([]dirEntry, error) {
 			case syscall.DT_BLK:
 				e.mode = fs.ModeDevice
 			default:
-				fi, err := dir.Lstat(name)
+				fi, err := dir.Lstat(string(raw))
 				if err != nil {
 					continue // vanished
 				}
 				e.mode = fi.Mode().Type()
 			}
+			arena = append(arena, raw...)
+			ends = append(ends, len(arena))
 			out = append(out, e)
 		}
+	}
+	names := string(arena)
+	start := 0
+	for i, end := range ends {
+		out[i].name = names[start:end]
+		start = end
 	}
 	return out, nil
 }

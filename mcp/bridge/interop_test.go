@@ -296,10 +296,11 @@ func TestSDKClientGetsTextOnce(t *testing.T) {
 		t.Run(transport, func(t *testing.T) {
 			res := drive(t, scenario(peer, []sdkCall{
 				{"workspace_read_file", map[string]any{"path": "a.txt"}},
-				{"workspace_list_files", map[string]any{"details": false}},
 				{"workspace_list_files", map[string]any{}},
+				{"workspace_list_files", map[string]any{"details": true}},
+				{"workspace_list_files", map[string]any{"details": false}},
 			}, nil))
-			read, names, details := res.Calls[0], res.Calls[1], res.Calls[2]
+			read, names, details, plain := res.Calls[0], res.Calls[1], res.Calls[2], res.Calls[3]
 			assert.Equal(t, "hello world\nsecond line\n", read.Content[0].Text)
 			assert.NotContains(t, read.Structured.Payload, "content")
 			assert.Equal(t, []any{"content"}, read.Structured.Payload[InText])
@@ -307,7 +308,9 @@ func TestSDKClientGetsTextOnce(t *testing.T) {
 
 			assert.Equal(t, "a.txt\nsub/", names.Content[0].Text)
 			assert.NotContains(t, names.Structured.Payload, "entries")
-			assert.Equal(t, []any{"entries"}, names.Structured.Payload[InText])
+			assert.Equal(t, []any{"entries"}, names.Structured.Payload[InText], "the default lists names and types")
+			assert.Equal(t, names.Content, plain.Content, "the default is details: false")
+			assert.Equal(t, names.Structured.Payload, plain.Structured.Payload)
 
 			assert.Equal(t, "a.txt\nsub/", details.Content[0].Text)
 			assert.Len(t, details.Structured.Payload["entries"], 2, "sizes and times are not in the text: the entries stay")

@@ -1,0 +1,83 @@
+package workspace
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestSortedByNameIsByteOrder checks the prefix-keyed sort of a
+// directory's names against plain byte order, on names that share their
+// first eight bytes, are shorter than eight, or hold bytes above 0x7f.
+func TestSortedByNameIsByteOrder(t *testing.T) {
+	cases := []struct {
+		name  string
+		names []string
+	}{
+		{"empty", nil},
+		{"one", []string{"a"}},
+		{"shared prefix longer than eight", []string{"abcdefgh2", "abcdefgh10", "abcdefgh", "abcdefgh1", "abcdefgi"}},
+		{"shorter than eight", []string{"ab", "a", "abc", "b", "aa", "a0"}},
+		{"high bytes", []string{"\xff", "é", "e", "\x7f", "z", "\xc3\xa9a"}},
+		{"generated", []string{"f0999.txt", "f0001.txt", "f1000.txt", "f0010.txt", ".git", "Makefile", "_x"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			checkSortedByName(t, tc.names)
+		})
+	}
+}
+
+// TestSortedByNameRandom is the same property on random names drawn from
+// a small alphabet, so that long shared prefixes and ties are common.
+func TestSortedByNameRandom(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	alphabet := []byte{'a', 'b', '.', 0x7f, 0x80, 0xff}
+	for range 500 {
+		names := make([]string, r.IntN(40))
+		for i := range names {
+			b := make([]byte, 1+r.IntN(12))
+			for j := range b {
+				b[j] = alphabet[r.IntN(len(alphabet))]
+			}
+			names[i] = string(b)
+		}
+		checkSortedByName(t, names)
+	}
+}
+
+func checkSortedByName(t *testing.T, names []string) {
+	t.Helper()
+	des := make([]dirEntry, len(names))
+	for i, n := range names {
+		des[i] = dirEntry{name: n}
+	}
+	var got []string
+	for _, k := range sortedByName(des) {
+		got = append(got, des[k.i].name)
+	}
+	want := slices.Clone(names)
+	slices.SortFunc(want, strings.Compare)
+	if !slices.Equal(got, want) {
+		t.Fatalf("sortedByName(%q) = %q, want %q", names, got, want)
+	}
+}
+
+// TestChildPathsShareNames checks the paths built for a directory's
+// entries, at the root and below it.
+func TestChildPathsShareNames(t *testing.T) {
+	ents := []listEntry{{name: "a"}, {name: "bc"}, {name: "d.txt"}}
+	for _, tc := range []struct {
+		rel  string
+		want []string
+	}{
+		{".", []string{"a", "bc", "d.txt"}},
+		{"", []string{"a", "bc", "d.txt"}},
+		{"x/y", []string{"x/y/a", "x/y/bc", "x/y/d.txt"}},
+	} {
+		if got := childPaths(tc.rel, ents); !slices.Equal(got, tc.want) {
+			t.Errorf("childPaths(%q) = %q, want %q", tc.rel, got, tc.want)
+		}
+	}
+}
