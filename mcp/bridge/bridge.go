@@ -269,9 +269,9 @@ func toolResult(obs action.Observation) *mcpgo.CallToolResult {
 	if obs.Payload == nil {
 		obs.Payload = map[string]any{}
 	}
-	text := Render(obs)
+	text, field := renderResult(obs)
 	structured := obs
-	if field := carriedByText(obs); field != "" {
+	if field != "" {
 		p := make(map[string]any, len(obs.Payload))
 		for k, v := range obs.Payload {
 			if k != field {

@@ -474,6 +474,10 @@ func TestToolResultSendsTextOnce(t *testing.T) {
 		{"a name with a newline", ok(map[string]any{"path": ".", "entries": []any{entry("a\nb", "file")}}), ""},
 		{"a name that is not its path's last element", ok(map[string]any{"path": ".", "entries": []any{map[string]any{"path": "a", "name": "b", "type": "file"}}}), ""},
 		{"an empty listing", ok(map[string]any{"path": ".", "entries": []any{}}), ""},
+		{"a path ending in a slash", ok(map[string]any{"path": ".", "entries": []any{map[string]any{"path": "a/", "name": "", "type": "dir"}}}), ""},
+		{"a path that is not a string", ok(map[string]any{"path": ".", "entries": []any{map[string]any{"path": 7, "name": "7", "type": "file"}}}), ""},
+		{"an entry that is not an object", ok(map[string]any{"path": ".", "entries": []any{entry("a.txt", "file"), "b.txt"}}), ""},
+		{"a truncated listing", ok(map[string]any{"path": ".", "entries": []any{entry("a.txt", "file")}, "truncated": true}), "entries"},
 		{"search matches", ok(map[string]any{"query": "x", "matches": []any{map[string]any{"path": "a", "line": 1, "text": "x"}}}), ""},
 		{"a refusal", action.Observation{Status: action.StatusBlocked, Code: action.CodePathOutsideRoot, Message: "no",
 			Payload: map[string]any{"path": "a.txt", "content": "x"}}, ""},
@@ -482,6 +486,8 @@ func TestToolResultSendsTextOnce(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			res := toolResult(tc.obs)
 			text := res.Content[0].(mcpgo.TextContent).Text
+			_, carried := renderResult(tc.obs)
+			assert.Equal(t, carriedByText(tc.obs), carried, "one pass decides as carriedByText does")
 			assert.Equal(t, Render(tc.obs), text, "the text block is the observation's text")
 			sc := res.StructuredContent.(action.Observation)
 			for k, v := range tc.obs.Payload {

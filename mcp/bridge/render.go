@@ -69,19 +69,39 @@ func renderMatches(p map[string]any) string {
 }
 
 func renderEntries(p map[string]any) string {
+	text, _ := renderEntriesExact(p)
+	return text
+}
+
+// renderEntriesExact renders a listing as Render does and reports, from
+// the same pass over its entries, whether the text tells everything the
+// entries say (see entriesInText).
+func renderEntriesExact(p map[string]any) (string, bool) {
 	var b strings.Builder
 	es := maps(p["entries"])
-	b.Grow(len(es) * 24)
+	n := 0
+	for _, em := range es {
+		if path, ok := em["path"].(string); ok {
+			n += len(path) + 2
+		}
+	}
+	b.Grow(n + 32)
+	exact := len(es) > 0 && len(es) == listLen(p["entries"])
 	for _, em := range es {
 		path, ok := em["path"].(string)
 		if !ok {
 			path = fmt.Sprint(em["path"])
 		}
+		typ, _ := em["type"].(string)
 		b.WriteString(path)
-		if em["type"] == "dir" {
+		if typ == "dir" {
 			b.WriteByte('/')
 		}
 		b.WriteByte('\n')
+		if exact {
+			name, _ := em["name"].(string)
+			exact = ok && exactEntry(em, path, name, typ)
+		}
 	}
 	if len(es) == 0 {
 		b.WriteString("(empty)\n")
@@ -89,7 +109,16 @@ func renderEntries(p map[string]any) string {
 	if truthy(p["truncated"]) {
 		b.WriteString("… (more entries not shown)\n")
 	}
-	return strings.TrimSuffix(b.String(), "\n")
+	return strings.TrimSuffix(b.String(), "\n"), exact
+}
+
+// exactEntry reports whether the line of entry e (path, name and type
+// read from it) tells everything e says: a file or a directory, no other
+// field, and a path that reads back as one line with the name as its last
+// element.
+func exactEntry(e map[string]any, path, name, typ string) bool {
+	return len(e) == 3 && path != "" && strings.IndexByte(path, '\n') < 0 && strings.IndexByte(path, '\r') < 0 &&
+		path[len(path)-1] != '/' && (typ == "file" || typ == "dir") && name == path[strings.LastIndexByte(path, '/')+1:]
 }
 
 // InText is the payload key under which the structured content of a tool
@@ -143,12 +172,25 @@ func entriesInText(v any) bool {
 		path, ok := e["path"].(string)
 		name, _ := e["name"].(string)
 		typ, _ := e["type"].(string)
-		if !ok || len(e) != 3 || path == "" || strings.ContainsAny(path, "\n\r") || strings.HasSuffix(path, "/") ||
-			(typ != "file" && typ != "dir") || name != path[strings.LastIndexByte(path, '/')+1:] {
+		if !ok || !exactEntry(e, path, name, typ) {
 			return false
 		}
 	}
 	return true
+}
+
+// renderResult is Render(obs) and carriedByText(obs), with a listing's
+// entries walked once for both.
+func renderResult(obs action.Observation) (text, carried string) {
+	p := obs.Payload
+	if obs.Status == action.StatusOK && !isList(p["matches"]) && isList(p["entries"]) {
+		text, exact := renderEntriesExact(p)
+		if exact {
+			return text, "entries"
+		}
+		return text, ""
+	}
+	return Render(obs), carriedByText(obs)
 }
 
 // listLen is the length of a list of any kind isList accepts.
