@@ -3,7 +3,6 @@ package workspace
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -341,40 +340,52 @@ func (l *lister) read(dir *os.Root) ([]listEntry, error) {
 	}
 	ents := make([]listEntry, len(des))
 	for i, k := range sortedByName(des) {
-		ents[i] = listEntry{name: des[k.i].name, mode: des[k.i].mode}
+		ents[i] = listEntry{name: des[k].name, mode: des[k].mode}
 	}
 	return ents, nil
 }
 
-// nameKey orders one entry of a directory: prefix holds the first eight
-// bytes of its name, big-endian and zero-padded, so that comparing
-// prefixes orders names by their bytes (a name has no NUL byte) and most
-// comparisons of a directory's names are one integer comparison.
-type nameKey struct {
-	prefix uint64
-	i      int
-}
-
 // sortedByName returns the indices of des in byte order of their names.
-func sortedByName(des []dirEntry) []nameKey {
-	keys := make([]nameKey, len(des))
+// Each name's first six bytes (big-endian, zero-padded: a name has no NUL
+// byte, so a shorter name sorts first, as in byte order) and its index
+// make one integer, so that most of a directory sorts as integers do; the
+// names that share their first six bytes are then ordered among
+// themselves by a full comparison.
+func sortedByName(des []dirEntry) []int {
+	idx := make([]int, len(des))
+	if len(des) > 1<<16 {
+		for i := range idx {
+			idx[i] = i
+		}
+		slices.SortFunc(idx, func(a, b int) int { return strings.Compare(des[a].name, des[b].name) })
+		return idx
+	}
+	keys := make([]uint64, len(des))
 	for i, d := range des {
 		var p uint64
-		for j := 0; j < 8; j++ {
+		for j := 0; j < 6; j++ {
 			p <<= 8
 			if j < len(d.name) {
 				p |= uint64(d.name[j])
 			}
 		}
-		keys[i] = nameKey{prefix: p, i: i}
+		keys[i] = p<<16 | uint64(i)
 	}
-	slices.SortFunc(keys, func(a, b nameKey) int {
-		if a.prefix != b.prefix {
-			return cmp.Compare(a.prefix, b.prefix)
+	slices.Sort(keys)
+	for i, k := range keys {
+		idx[i] = int(k & 0xffff)
+	}
+	for i := 0; i < len(keys); {
+		j := i + 1
+		for j < len(keys) && keys[j]>>16 == keys[i]>>16 {
+			j++
 		}
-		return strings.Compare(des[a.i].name, des[b.i].name)
-	})
-	return keys
+		if j-i > 1 {
+			slices.SortFunc(idx[i:j], func(a, b int) int { return strings.Compare(des[a].name, des[b].name) })
+		}
+		i = j
+	}
+	return idx
 }
 
 // otherDevice reports whether fi is on another device than the listed

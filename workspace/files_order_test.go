@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -9,7 +10,7 @@ import (
 
 // TestSortedByNameIsByteOrder checks the prefix-keyed sort of a
 // directory's names against plain byte order, on names that share their
-// first eight bytes, are shorter than eight, or hold bytes above 0x7f.
+// first six bytes, are shorter than six, or hold bytes above 0x7f.
 func TestSortedByNameIsByteOrder(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -17,8 +18,8 @@ func TestSortedByNameIsByteOrder(t *testing.T) {
 	}{
 		{"empty", nil},
 		{"one", []string{"a"}},
-		{"shared prefix longer than eight", []string{"abcdefgh2", "abcdefgh10", "abcdefgh", "abcdefgh1", "abcdefgi"}},
-		{"shorter than eight", []string{"ab", "a", "abc", "b", "aa", "a0"}},
+		{"shared prefix longer than six", []string{"abcdefgh2", "abcdefgh10", "abcdefgh", "abcdefgh1", "abcdefgi", "abcdef", "abcdeg"}},
+		{"shorter than six", []string{"ab", "a", "abc", "b", "aa", "a0"}},
 		{"high bytes", []string{"\xff", "é", "e", "\x7f", "z", "\xc3\xa9a"}},
 		{"generated", []string{"f0999.txt", "f0001.txt", "f1000.txt", "f0010.txt", ".git", "Makefile", "_x"}},
 	}
@@ -47,6 +48,17 @@ func TestSortedByNameRandom(t *testing.T) {
 	}
 }
 
+// TestSortedByNameLargeDirectory covers a directory too large for the
+// index to fit beside the prefix in one integer.
+func TestSortedByNameLargeDirectory(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	names := make([]string, 1<<16+10)
+	for i := range names {
+		names[i] = fmt.Sprintf("n%07d", r.IntN(1<<20))
+	}
+	checkSortedByName(t, names)
+}
+
 func checkSortedByName(t *testing.T, names []string) {
 	t.Helper()
 	des := make([]dirEntry, len(names))
@@ -55,7 +67,7 @@ func checkSortedByName(t *testing.T, names []string) {
 	}
 	var got []string
 	for _, k := range sortedByName(des) {
-		got = append(got, des[k.i].name)
+		got = append(got, des[k].name)
 	}
 	want := slices.Clone(names)
 	slices.SortFunc(want, strings.Compare)
@@ -79,5 +91,32 @@ func TestChildPathsShareNames(t *testing.T) {
 		if got := childPaths(tc.rel, ents); !slices.Equal(got, tc.want) {
 			t.Errorf("childPaths(%q) = %q, want %q", tc.rel, got, tc.want)
 		}
+	}
+}
+
+// BenchmarkListFiles1000 is workspace_list_files of a 1,000-entry
+// directory: by default (names and types, from the directory itself) and
+// with details (one lstat per entry).
+func BenchmarkListFiles1000(b *testing.B) {
+	files := map[string]string{}
+	for i := range 1000 {
+		files[fmt.Sprintf("many/f%04d.txt", i)] = "x"
+	}
+	f := newFixture(b, DefaultOptions(), files)
+	for _, bc := range []struct {
+		name string
+		in   map[string]any
+	}{
+		{"names", map[string]any{"path": "many", "max_entries": 5000}},
+		{"details", map[string]any{"path": "many", "max_entries": 5000, "details": true}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if out := f.mustRun(b, "workspace_list_files", bc.in); len(out["entries"].([]any)) != 1000 {
+					b.Fatalf("%d entries", len(out["entries"].([]any)))
+				}
+			}
+		})
 	}
 }
