@@ -39,6 +39,7 @@ type HarnessConfig struct {
 	Governance            GovernanceConfig    `yaml:"governance"`
 	AHP                   AHPConfig           `yaml:"ahp"`
 	Trusted               TrustedConfig       `yaml:"trusted"`
+	Approvals             ApprovalsConfig     `yaml:"approvals"`
 	Audit                 AuditConfig         `yaml:"audit"`
 	Auth                  AuthConfig          `yaml:"auth"`
 	Sanitize              SanitizeConfig      `yaml:"sanitize"`
@@ -300,6 +301,7 @@ func (c *Config) Resolve() {
 	}
 	h.Governance.resolve()
 	h.AHP.resolve()
+	h.Approvals.resolve()
 	setDefault(&h.RedactObservations, prod)
 }
 

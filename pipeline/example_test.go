@@ -133,10 +133,11 @@ func Example_ask() {
 	fmt.Println(obs.Payload == nil, "(nothing was read)")
 
 	// The approval is stored, pending, with what the person is shown.
-	a, ok := p.Approvals.Get(ctx, obs.Approval.ID)
-	fmt.Println(ok, a.Status, a.Pending.Action.Name, a.Pending.Action.Input["path"], a.Pending.Decision.Step)
+	a, err := p.Approvals.Get(ctx, obs.Approval.ID)
+	fmt.Println(err == nil, a.Status, a.Pending.Action.Name, a.Pending.Action.Input["path"], a.Pending.Decision.Step)
 	fmt.Println("preview:", a.Pending.Preview["input"])
-	fmt.Println("pending:", len(p.Approvals.List(ctx, trusted.ApprovalPending)))
+	pending, _ := p.Approvals.List(ctx, trusted.ApprovalPending)
+	fmt.Println("pending:", len(pending))
 
 	// Other files are not asked about.
 	obs = p.Execute(ctx, action.Action{Name: "workspace_list_files", Input: map[string]any{}})

@@ -78,8 +78,9 @@ type Pipeline struct {
 	Audit audit.Log
 	// MCP is the MCP client runtime, nil when no server is configured.
 	MCP *mcp.Client
-	// Approvals holds what waits for a person.
-	Approvals *trusted.MemoryApprovals
+	// Approvals holds what waits for a person (harness.approvals, in the
+	// store of harness.trusted.store: memory or Redis).
+	Approvals trusted.ApprovalStore
 	// Trusted is the preview -> token -> execute service (Options.Trusted).
 	Trusted *trusted.Service
 	// Metrics are the trusted service's metrics (Options.Trusted).
@@ -202,7 +203,16 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (p *Pipeline, e
 	}
 	// Last, so that what a rule refuses or asks about is not reserved first.
 	steps.Validating = append(steps.Validating, gov.Step())
-	p.Approvals = trusted.NewMemoryApprovals(0, 0)
+	ac := cfg.Harness.Approvals
+	store, err := trusted.OpenApprovalStore(ctx, cfg.Harness.Trusted.Store, trusted.ApprovalStoreOptions{
+		TTL: ac.TTL(), GrantTTL: ac.SessionScope(), Max: ac.MaxApprovals,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("harness.trusted.store: %w", err)
+	}
+	p.closers = append(p.closers, store.Close)
+	// Every request is an audit record before anyone is told to wait.
+	p.Approvals = trusted.AuditedApprovals(store, p.tokenAudit())
 	var recorder runtime.Recorder
 	if p.Audit != nil {
 		recorder = runtime.AuditRecorder(p.Audit)
@@ -249,6 +259,7 @@ func (p *Pipeline) openTrusted(ctx context.Context) error {
 		Harness: p.Harness, Store: store,
 		TTL:    time.Duration(cfg.Harness.Trusted.TokenTTLSeconds) * time.Second,
 		Events: p.Metrics.Token, Audit: p.tokenAudit(), Logger: p.log,
+		Approvals: p.Approvals, AllowSelfApproval: cfg.Harness.Approvals.AllowSelfApproval,
 	})
 	if err != nil {
 		return err

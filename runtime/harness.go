@@ -188,7 +188,14 @@ func (h *Harness) Execute(ctx context.Context, a action.Action) (obs action.Obse
 	recorded := sc != nil && sc.Trusted
 	durable := recorded && sc.Risk != schema.RiskRead
 
+	// An ask that a person already answered (the approved plan the trusted
+	// service runs, or a session-scoped approval) lets the action run; its
+	// events name the approval.
+	askAnswered := false
 	if d.Outcome == policy.Ask {
+		ev.approval, askAnswered = h.approved(ctx, a)
+	}
+	if d.Outcome == policy.Ask && !askAnswered {
 		obs = h.ask(ctx, a, sc, d, obs)
 		obs.LatencyMS = ms(time.Since(start))
 		ev.approval = ""
@@ -200,7 +207,7 @@ func (h *Harness) Execute(ctx context.Context, a action.Action) (obs action.Obse
 		ev.emit(ahp.PostAction, &obs, false)
 		return obs
 	}
-	if !d.Allowed() {
+	if !d.Allowed() && !askAnswered {
 		obs.Source, obs.Status, obs.Code, obs.Message = action.SourcePolicy, d.Code.Status(), d.Code, d.Message
 		if d.Code == action.CodeRateLimited && d.RetryAfter > 0 { // for Retry-After
 			obs.Payload = map[string]any{"retry_after_ms": d.RetryAfter.Milliseconds()}
@@ -446,9 +453,13 @@ func (h *Harness) ask(ctx context.Context, a action.Action, sc *schema.ActionSch
 		return obs
 	}
 	a.Trusted = false
+	var input any
+	if h.sanitizer != nil && sc != nil {
+		input = h.sanitizer.Value(a.Input, sc.Sensitive)
+	}
 	ap, err := h.approvals.Request(ctx, PendingApproval{
 		ActionID: obs.ActionID, Action: a, ActionHash: hash, Principal: PrincipalFrom(ctx),
-		Preview: preview, Preconditions: plan.Preconditions, Decision: *d.Info(), Created: time.Now().UTC(),
+		Input: input, Preview: preview, Preconditions: plan.Preconditions, Decision: *d.Info(), Created: time.Now().UTC(),
 	})
 	if err != nil {
 		obs.Source, obs.Status, obs.Code = action.SourceHarness, action.StatusError, action.CodeInternal

@@ -42,7 +42,11 @@ func (h *Harness) Prepare(ctx context.Context, a action.Action) (action.Action, 
 
 	var plan action.Plan
 	var err error
-	if d.Allowed() {
+	answered := false // an ask a session-scoped approval answers
+	if d.Outcome == policy.Ask {
+		_, answered = h.approved(ctx, next)
+	}
+	if d.Allowed() || answered {
 		if plan, err = h.Plan(ctx, req.Action); err == nil {
 			return next, plan, nil
 		}

@@ -41,6 +41,13 @@ type Options struct {
 	// recorded by the Harness under the action_id the minted record names. Minting fails closed: a
 	// preview whose record cannot be written mints nothing.
 	Audit audit.Appender
+	// Approvals is the store of what waits for a person (the one the
+	// Harness requests approvals in); nil: the approval methods answer
+	// that there is none.
+	Approvals ApprovalStore
+	// AllowSelfApproval lets a principal decide its own requests
+	// (harness.approvals.allow-self-approval).
+	AllowSelfApproval bool
 	// Now replaces time.Now, for tests.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -69,6 +76,10 @@ type Service struct {
 	audit    audit.Appender
 	now      func() time.Time
 	log      *slog.Logger
+
+	approvals ApprovalStore
+	allowSelf bool
+	decided   broadcast // woken at every decision made here
 }
 
 // NewService returns a Service over opts.
@@ -78,6 +89,7 @@ func NewService(opts Options) (*Service, error) {
 	}
 	s := &Service{
 		h: opts.Harness, store: opts.Store, ttl: opts.TTL, events: opts.Events, audit: opts.Audit, now: opts.Now, log: opts.Logger,
+		approvals: opts.Approvals, allowSelf: opts.AllowSelfApproval,
 	}
 	if s.store == nil {
 		s.store, s.ownStore = NewMemoryStore(0), true
@@ -231,6 +243,12 @@ func (s *Service) Execute(ctx context.Context, p Principal, token string) (actio
 		s.events(TokenExpired)
 		return action.Observation{}, notFound()
 	}
+	return s.run(ctx, p, id, rec)
+}
+
+// run runs the action of a consumed (or, for AwaitApproval, claimed)
+// token record id for p.
+func (s *Service) run(ctx context.Context, p Principal, id string, rec Record) (action.Observation, error) {
 	a := rec.Action
 	if h, err := a.Hash(); err != nil || h != rec.ActionHash {
 		// The store returned an action other than the one previewed.
@@ -245,6 +263,9 @@ func (s *Service) Execute(ctx context.Context, p Principal, token string) (actio
 	// it was planned on is as it was (else stale_preview, nothing runs),
 	// checked under the runtime's own write locks.
 	run = action.WithPreconditions(run, rec.Files)
+	if rec.ApprovalID != "" { // a person approved exactly this action
+		run = runtime.WithApproval(run, rec.ApprovalID, rec.ActionHash)
+	}
 	// The token is spent: the action runs to its end even if the caller
 	// goes away, so that a dropped connection never leaves a consumed token
 	// whose action was cut short. Runtimes bound it with their own limits.
@@ -281,6 +302,8 @@ type TokenRecord struct {
 	// them to this record; Reason (stale) says what changed.
 	ActionID string `json:"action_id"`
 	Reason   string `json:"reason,omitempty"`
+	// ApprovalID names the approval the token was minted for.
+	ApprovalID string `json:"approval_id,omitempty"`
 }
 
 // CanonicalValue returns the record as the generic values its JSON
@@ -294,7 +317,7 @@ func (r TokenRecord) CanonicalValue() any {
 		"action": r.Action, "action_hash": r.ActionHash, "expires_at": r.ExpiresAt.Format(time.RFC3339Nano),
 		"files": r.Files, "action_id": r.ActionID,
 	}
-	for k, v := range map[string]string{"tenant": r.Tenant, "session_id": r.SessionID, "reason": r.Reason} {
+	for k, v := range map[string]string{"tenant": r.Tenant, "session_id": r.SessionID, "reason": r.Reason, "approval_id": r.ApprovalID} {
 		if v != "" {
 			m[k] = v
 		}
@@ -319,7 +342,7 @@ func (s *Service) record(ctx context.Context, e TokenEvent, id string, rec Recor
 	tr := TokenRecord{
 		Kind: "trusted_token", Event: e, TokenRef: tokenRef(id), Principal: rec.Principal, Tenant: rec.Tenant,
 		Action: rec.Action.Name, ActionHash: rec.ActionHash, SessionID: rec.Action.SessionID,
-		ExpiresAt: rec.ExpiresAt, Files: len(rec.Files), ActionID: runID(id), Reason: extra,
+		ExpiresAt: rec.ExpiresAt, Files: len(rec.Files), ActionID: runID(id), Reason: extra, ApprovalID: rec.ApprovalID,
 	}
 	_, err := s.audit.Append(ctx, tr, false)
 	if err != nil && e != TokenMinted {

@@ -76,6 +76,9 @@ type Record struct {
 	CreatedAt  time.Time     `json:"created_at"`
 	ExpiresAt  time.Time     `json:"expires_at"`
 	Files      []FileState   `json:"files,omitempty"`
+	// ApprovalID names the approval a token was minted for: its run
+	// answers the guard's ask with it.
+	ApprovalID string `json:"approval_id,omitempty"`
 }
 
 // ErrTokenNotFound is returned by TokenStore.Consume for a token that is
