@@ -58,8 +58,39 @@ type ActionSchema struct {
 	// whose values never reach an event or the audit log.
 	Sensitive []string `json:"sensitive_fields,omitempty"`
 
-	compiled *jsonschema.Schema
+	compiled *compiledSchema
 	fast     *fastNode // nil when the schema is outside the fast subset
+}
+
+// compiledSchema is an input schema compiled on first use: an input the
+// fast validator accepts never needs it, and most programs validate the
+// inputs of a few actions only. Copies of an ActionSchema share it.
+type compiledSchema struct {
+	once   sync.Once
+	name   string
+	raw    json.RawMessage
+	schema *jsonschema.Schema
+	err    error
+}
+
+func (c *compiledSchema) get() (*jsonschema.Schema, error) {
+	c.once.Do(func() { c.schema, c.err = compileInput(c.name, c.raw) })
+	return c.schema, c.err
+}
+
+// compileInput compiles the (closed) input schema of action name.
+func compileInput(name string, raw json.RawMessage) (*jsonschema.Schema, error) {
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft2020
+	url := "harness:///actions/" + name + ".json"
+	if err := c.AddResource(url, bytes.NewReader(raw)); err != nil {
+		return nil, fmt.Errorf("register %s: input schema: %w", name, err)
+	}
+	compiled, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("register %s: input schema: %w", name, err)
+	}
+	return compiled, nil
 }
 
 // Validate checks input against the action's compiled input schema. The
@@ -76,7 +107,11 @@ func (s *ActionSchema) Validate(input map[string]any) error {
 	if s.fast != nil && s.fast.check(v) == valid {
 		return nil
 	}
-	err := validate(s.compiled, v)
+	compiled, err := s.compiled.get()
+	if err != nil {
+		return action.Errorf(action.CodeInternal, "schema %s does not compile: %v", s.Name, err)
+	}
+	err = validate(compiled, v)
 	if err == nil {
 		return nil
 	}
@@ -173,6 +208,18 @@ var ErrDuplicate = errors.New("action already registered")
 // name, an empty or malformed name, an unknown risk class and a schema that
 // does not compile.
 func (r *Registry) Register(s ActionSchema) error {
+	if err := prepare(&s); err != nil {
+		return err
+	}
+	if _, err := s.compiled.get(); err != nil {
+		return err
+	}
+	return r.add(&s)
+}
+
+// prepare checks s's name and risk and readies its input schema (closed,
+// with its fast validator); the compiled schema is made on first use.
+func prepare(s *ActionSchema) error {
 	if err := checkName(s.Name); err != nil {
 		return err
 	}
@@ -190,27 +237,21 @@ func (r *Registry) Register(s ActionSchema) error {
 	if err != nil {
 		return fmt.Errorf("register %s: input schema: %w", s.Name, err)
 	}
-	c := jsonschema.NewCompiler()
-	c.Draft = jsonschema.Draft2020
-	url := "harness:///actions/" + s.Name + ".json"
-	if err := c.AddResource(url, bytes.NewReader(raw)); err != nil {
-		return fmt.Errorf("register %s: input schema: %w", s.Name, err)
-	}
-	compiled, err := c.Compile(url)
-	if err != nil {
-		return fmt.Errorf("register %s: input schema: %w", s.Name, err)
-	}
 	s.Input = raw
-	s.compiled = compiled
+	s.compiled = &compiledSchema{name: s.Name, raw: raw}
 	s.fast = compileFast(raw)
 	s.Sensitive = append([]string(nil), s.Sensitive...)
+	return nil
+}
 
+// add adds a prepared schema.
+func (r *Registry) add(s *ActionSchema) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, dup := r.schemas[s.Name]; dup {
 		return fmt.Errorf("register %s: %w", s.Name, ErrDuplicate)
 	}
-	r.schemas[s.Name] = &s
+	r.schemas[s.Name] = s
 	return nil
 }
 

@@ -204,3 +204,42 @@ func TestCatalogDescribesEveryProperty(t *testing.T) {
 		}
 	}
 }
+
+// TestCatalogCompiles compiles every built-in input schema, which Catalog
+// leaves to first use, and checks that registries share them but not
+// their lists.
+func TestCatalogCompiles(t *testing.T) {
+	a, b := Catalog(), Catalog()
+	for _, s := range a.List() {
+		if _, err := s.compiled.get(); err != nil {
+			t.Errorf("%s: %v", s.Name, err)
+		}
+		other, ok := b.Lookup(s.Name)
+		if !ok || other == s || other.compiled != s.compiled {
+			t.Errorf("%s: registries should hold their own schema sharing one compiled form", s.Name)
+		}
+	}
+	if err := a.Register(ActionSchema{Name: "extra", Runtime: RuntimeBuiltin}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := b.Lookup("extra"); ok {
+		t.Fatal("a registration in one catalog shows in another")
+	}
+}
+
+// TestCatalogValidatesBeyondFastSubset checks that an input the fast
+// validator refuses or cannot judge is decided by the compiled schema,
+// compiled on demand.
+func TestCatalogValidatesBeyondFastSubset(t *testing.T) {
+	s, ok := Catalog().Lookup("workspace_read_file")
+	if !ok {
+		t.Fatal("no workspace_read_file")
+	}
+	err := s.Validate(map[string]any{"path": "a", "limit": 0})
+	if action.CodeOf(err) != action.CodeInvalidInput || !strings.Contains(err.Error(), "limit") {
+		t.Fatalf("limit 0: %v, want invalid_input naming limit", err)
+	}
+	if err := s.Validate(map[string]any{"path": "a", "limit": 3}); err != nil {
+		t.Fatal(err)
+	}
+}
