@@ -24,7 +24,7 @@ const (
 	codeForbidden    = "forbidden"
 	codeCSRF         = "csrf_failed"
 	codeCrossOrigin  = "cross_origin"
-	codeConflict     = "already_decided"
+	codeConflict     = string(trusted.CodeAlreadyDecided)
 	codeTooLarge     = "too_large"
 )
 
@@ -240,7 +240,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, codeUnauthorized, "unknown API key")
 		return
 	}
-	if !k.Allows(PermApprove) {
+	if !k.Allows(trusted.PermApprove) {
 		c.log.Info("console: sign-in refused: the key does not allow agent:approve", "principal", k.Principal.Name)
 		writeError(w, http.StatusForbidden, codeForbidden, "this key does not allow agent:approve")
 		return
@@ -317,7 +317,7 @@ func (c *Console) listApprovals(w http.ResponseWriter, r *http.Request, s sessio
 		if !visible(s, a.Tenant) {
 			continue
 		}
-		v, err := inert(a)
+		v, err := inert(shown(a))
 		if err != nil {
 			c.serviceError(w, err)
 			return
@@ -341,20 +341,20 @@ func validID(id string) bool {
 }
 
 // lookup returns the approval id if s may see it; else it has answered.
-func (c *Console) lookup(w http.ResponseWriter, r *http.Request, s session) (ApprovalView, bool) {
+func (c *Console) lookup(w http.ResponseWriter, r *http.Request, s session) (trusted.ApprovalView, bool) {
 	id := r.PathValue("id")
 	if !validID(id) {
 		writeError(w, http.StatusNotFound, string(action.CodeNotFound), "no such approval")
-		return ApprovalView{}, false
+		return trusted.ApprovalView{}, false
 	}
 	a, err := c.approvals.GetApproval(r.Context(), id)
 	if err != nil {
 		c.serviceError(w, err)
-		return ApprovalView{}, false
+		return trusted.ApprovalView{}, false
 	}
 	if !visible(s, a.Tenant) {
 		writeError(w, http.StatusNotFound, string(action.CodeNotFound), "no such approval")
-		return ApprovalView{}, false
+		return trusted.ApprovalView{}, false
 	}
 	return a, true
 }
@@ -367,8 +367,15 @@ func (c *Console) getApproval(w http.ResponseWriter, r *http.Request, s session)
 	c.writeView(w, a)
 }
 
-func (c *Console) writeView(w http.ResponseWriter, a ApprovalView) {
-	v, err := inert(a)
+// shown is what the console shows of an approval: never a token (the
+// requester's alone; the service sets it only in the requester's claim).
+func shown(a trusted.ApprovalView) trusted.ApprovalView {
+	a.Token, a.TokenExpiresAt = "", nil
+	return a
+}
+
+func (c *Console) writeView(w http.ResponseWriter, a trusted.ApprovalView) {
+	v, err := inert(shown(a))
 	if err != nil {
 		c.serviceError(w, err)
 		return
@@ -411,11 +418,7 @@ func (c *Console) decide(approve bool) func(http.ResponseWriter, *http.Request, 
 		if !ok {
 			return
 		}
-		if a.Status != trusted.ApprovalPending {
-			writeError(w, http.StatusConflict, codeConflict, "this approval is "+a.Status+" already")
-			return
-		}
-		d := ApprovalDecision{Approve: approve, Scope: body.Scope, Reason: body.Reason, Method: "console"}
+		d := trusted.ApprovalDecision{Approve: approve, Scope: body.Scope, Reason: body.Reason, Method: trusted.MethodConsole}
 		got, err := c.approvals.DecideApproval(r.Context(), a.ID, s.principal, d)
 		if err != nil {
 			c.serviceError(w, err)
@@ -526,9 +529,9 @@ func (c *Console) serviceError(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusNotFound, string(code), msg)
 	case action.CodeInvalidInput:
 		writeError(w, http.StatusBadRequest, string(code), msg)
-	case codeForbidden, action.CodeTenantNotAllowed:
+	case trusted.CodeSelfApproval, action.CodeTenantNotAllowed:
 		writeError(w, http.StatusForbidden, string(code), msg)
-	case action.CodeApprovalDenied, action.CodeApprovalExpired, codeConflict, "conflict":
+	case action.CodeApprovalDenied, action.CodeApprovalExpired, trusted.CodeAlreadyDecided:
 		writeError(w, http.StatusConflict, string(code), msg)
 	default:
 		c.log.Error("console: approvals service failed", "err", err)

@@ -48,9 +48,9 @@ var staticFiles embed.FS
 // Approvals is what the console needs of the approvals service
 // (*trusted.Service implements it).
 type Approvals interface {
-	ListApprovals(ctx context.Context, status string) ([]ApprovalView, error)
-	GetApproval(ctx context.Context, id string) (ApprovalView, error)
-	DecideApproval(ctx context.Context, id string, approver trusted.Principal, d ApprovalDecision) (ApprovalView, error)
+	ListApprovals(ctx context.Context, status string) ([]trusted.ApprovalView, error)
+	GetApproval(ctx context.Context, id string) (trusted.ApprovalView, error)
+	DecideApproval(ctx context.Context, id string, approver trusted.Principal, d trusted.ApprovalDecision) (trusted.ApprovalView, error)
 }
 
 // Options configure a Console. Approvals and Keys are required.
@@ -85,13 +85,10 @@ const (
 	DefaultSessionTTL  = 8 * time.Hour
 	DefaultMaxSessions = 1000
 	// MaxReasonBytes bounds a decision's reason (400 beyond).
-	MaxReasonBytes = 1000
+	MaxReasonBytes = trusted.MaxApprovalReasonBytes
 	// maxBodyBytes bounds every request body the console reads (413).
 	maxBodyBytes = 16 << 10
 )
-
-// PermApprove is the permission a key needs to sign in.
-const PermApprove = trusted.Permission("agent:approve")
 
 // Console serves the console's page and its JSON API under /console/. It
 // is an http.Handler; mount it at "/console/".

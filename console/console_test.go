@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/harness-runtime/harness/trusted"
 )
 
 func TestNewRequiresApprovalsAndKeys(t *testing.T) {
@@ -271,8 +273,8 @@ func TestApproveAndDeny(t *testing.T) {
 		t.Fatalf("deny: %d %s", a.Status, a.Body)
 	}
 	want := []decision{
-		{ID: "apr_1", D: ApprovalDecision{Approve: true, Scope: "session", Reason: "fine", Method: "console"}},
-		{ID: "apr_2", D: ApprovalDecision{Approve: false, Reason: "no", Method: "console"}},
+		{ID: "apr_1", D: trusted.ApprovalDecision{Approve: true, Scope: "session", Reason: "fine", Method: "console"}},
+		{ID: "apr_2", D: trusted.ApprovalDecision{Approve: false, Reason: "no", Method: "console"}},
 	}
 	if len(f.fake.decisions) != 2 {
 		t.Fatalf("decisions %+v", f.fake.decisions)

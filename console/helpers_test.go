@@ -47,7 +47,7 @@ func testKeys(t *testing.T) *trusted.Keys {
 type decision struct {
 	ID       string
 	Approver trusted.Principal
-	D        ApprovalDecision
+	D        trusted.ApprovalDecision
 }
 
 // fakeApprovals is an approvals service in memory with the rules the
@@ -55,13 +55,13 @@ type decision struct {
 // conflict, a principal's own request → forbidden.
 type fakeApprovals struct {
 	mu        sync.Mutex
-	items     map[string]ApprovalView
+	items     map[string]trusted.ApprovalView
 	order     []string
 	decisions []decision
 }
 
-func newFake(views ...ApprovalView) *fakeApprovals {
-	f := &fakeApprovals{items: map[string]ApprovalView{}}
+func newFake(views ...trusted.ApprovalView) *fakeApprovals {
+	f := &fakeApprovals{items: map[string]trusted.ApprovalView{}}
 	for _, v := range views {
 		f.items[v.ID] = v
 		f.order = append([]string{v.ID}, f.order...)
@@ -69,10 +69,10 @@ func newFake(views ...ApprovalView) *fakeApprovals {
 	return f
 }
 
-func (f *fakeApprovals) ListApprovals(_ context.Context, status string) ([]ApprovalView, error) {
+func (f *fakeApprovals) ListApprovals(_ context.Context, status string) ([]trusted.ApprovalView, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []ApprovalView
+	var out []trusted.ApprovalView
 	for _, id := range f.order {
 		if v := f.items[id]; status == "" || v.Status == status {
 			out = append(out, v)
@@ -81,27 +81,27 @@ func (f *fakeApprovals) ListApprovals(_ context.Context, status string) ([]Appro
 	return out, nil
 }
 
-func (f *fakeApprovals) GetApproval(_ context.Context, id string) (ApprovalView, error) {
+func (f *fakeApprovals) GetApproval(_ context.Context, id string) (trusted.ApprovalView, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	v, ok := f.items[id]
 	if !ok {
-		return ApprovalView{}, action.Errorf(action.CodeNotFound, "no approval %s", id)
+		return trusted.ApprovalView{}, action.Errorf(action.CodeNotFound, "no approval %s", id)
 	}
 	return v, nil
 }
 
-func (f *fakeApprovals) DecideApproval(_ context.Context, id string, p trusted.Principal, d ApprovalDecision) (ApprovalView, error) {
+func (f *fakeApprovals) DecideApproval(_ context.Context, id string, p trusted.Principal, d trusted.ApprovalDecision) (trusted.ApprovalView, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	v, ok := f.items[id]
 	switch {
 	case !ok:
-		return ApprovalView{}, action.Errorf(action.CodeNotFound, "no approval %s", id)
+		return trusted.ApprovalView{}, action.Errorf(action.CodeNotFound, "no approval %s", id)
 	case v.Status != trusted.ApprovalPending:
-		return ApprovalView{}, &action.Error{Code: "conflict", Message: "decided already"}
+		return v, trusted.ErrApprovalDecided
 	case v.Principal == p.Name:
-		return ApprovalView{}, &action.Error{Code: "forbidden", Message: "a principal does not approve its own request"}
+		return trusted.ApprovalView{}, action.Errorf(trusted.CodeSelfApproval, "principal %s may not decide its own request", p.Name)
 	}
 	f.decisions = append(f.decisions, decision{ID: id, Approver: p, D: d})
 	v.Status = trusted.ApprovalDenied
@@ -135,9 +135,9 @@ func (r fakeReplay) Replay(_ context.Context, q audit.Query) (audit.Page, error)
 	return audit.Page{Events: []audit.Record{{Seq: q.After + 1, Event: evs[q.After]}}, Next: next}, nil
 }
 
-func pendingView(id, principal, tenant, session string) ApprovalView {
+func pendingView(id, principal, tenant, session string) trusted.ApprovalView {
 	now := time.Date(2026, 11, 23, 22, 0, 0, 0, time.UTC)
-	return ApprovalView{
+	return trusted.ApprovalView{
 		ID: id, Status: trusted.ApprovalPending, Action: "workspace_apply_patch",
 		Input:     map[string]any{"path": "a.txt", "content": "one\nTWO\n"},
 		SessionID: session, Principal: principal, Tenant: tenant, ActionHash: "abc123",
@@ -156,7 +156,7 @@ type fixture struct {
 	srv  *httptest.Server
 }
 
-func newFixture(t *testing.T, opts Options, views ...ApprovalView) *fixture {
+func newFixture(t *testing.T, opts Options, views ...trusted.ApprovalView) *fixture {
 	t.Helper()
 	f := &fixture{t: t, fake: newFake(views...)}
 	if opts.Approvals == nil {
