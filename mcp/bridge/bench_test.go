@@ -107,7 +107,9 @@ func BenchmarkStdioRead64KiB(b *testing.B) {
 // ceiling), @modelcontextprotocol/server-filesystem and `harness mcp`
 // (built from ../../cmd/harness) on the same files, servers taking turns,
 // and prints their start-up, read and list numbers side by side with each
-// one's server and client CPU per call, and the ratios of the targets.
+// one's server and client CPU per call, and the ratios of the targets
+// (listings: by default, with details false, and with details true beside
+// the reference's list_directory_with_sizes).
 // Run it with -benchtime=1x; BENCH_READS, BENCH_LISTS, BENCH_STARTS and
 // BENCH_ROUNDS change the counts (defaults 2000, 500, 20, 10),
 // BENCH_CONCURRENCY the calls kept in flight (default 1), and
@@ -153,7 +155,7 @@ func BenchmarkInteropVsFilesystemServer(b *testing.B) {
 		for k, v := range res.Ratio {
 			b.ReportMetric(v, k+"_x")
 		}
-		for _, k := range []string{"read", "list", "names"} {
+		for _, k := range []string{"read", "list", "names", "details"} {
 			b.ReportMetric(res.Harness[k].ServerCPU, k+"_server_cpu_ms/op")
 		}
 	}

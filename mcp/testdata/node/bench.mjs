@@ -13,8 +13,10 @@
 //   start-up:  spawn the server, connect, first tools/list complete
 //   read:      reads of a 64 KiB file (workspace_read_file / read_text_file)
 //   list:      listings of a 1,000-entry directory: workspace_list_files
-//              with its defaults, and with details: false (names and
-//              types); list_directory for the reference
+//              with its defaults (names and types), with details: false
+//              (the same), and with details: true (also each entry's size
+//              and mod_time: one lstat per entry, and the entries in the
+//              structured content); list_directory for the reference
 //
 // with each server process's CPU time per call (from /proc) and the
 // client's own, which a loaded machine disturbs much less than rates.
@@ -79,6 +81,7 @@ function harnessServer(bin, name) {
     read: { name: 'workspace_read_file', arguments: { path: 'big.txt' } },
     list: { name: 'workspace_list_files', arguments: { path: 'many' } },
     names: { name: 'workspace_list_files', arguments: { path: 'many', details: false } },
+    details: { name: 'workspace_list_files', arguments: { path: 'many', details: true } },
   };
 }
 const listDirectory = { name: 'list_directory', arguments: { path: join(root, 'many') } };
@@ -86,10 +89,12 @@ const servers = {
   null: {
     command: process.execPath, args: [join(here, 'null-server.mjs'), join(root, 'big.txt'), join(root, 'many'), 'many/'],
     read: { name: 'read', arguments: {} }, list: { name: 'list', arguments: {} }, names: { name: 'list', arguments: {} },
+    details: { name: 'list', arguments: {} },
   },
   'server-filesystem': {
     command: process.execPath, args: [fsServer, root],
     read: { name: 'read_text_file', arguments: { path: join(root, 'big.txt') } }, list: listDirectory, names: listDirectory,
+    details: { name: 'list_directory_with_sizes', arguments: { path: join(root, 'many') } },
   },
   harness: harnessServer(args.harness, 'harness'),
 };
@@ -174,8 +179,9 @@ const checks = {
   },
 };
 checks.names = checks.list;
+checks.details = checks.list;
 
-const results = Object.fromEntries(names.map((n) => [n, { startup: tally(), read: tally(), list: tally(), names: tally() }]));
+const results = Object.fromEntries(names.map((n) => [n, { startup: tally(), read: tally(), list: tally(), names: tally(), details: tally() }]));
 try {
   // Start-up first, each server in turn.
   const per = Math.max(1, Math.round(starts / rounds));
@@ -185,11 +191,11 @@ try {
   const clients = {};
   for (const name of names) {
     clients[name] = await connect(servers[name]);
-    for (const k of ['read', 'list', 'names']) {
+    for (const k of ['read', 'list', 'names', 'details']) {
       for (let i = 0; i < 20; i++) await clients[name].callTool(servers[name][k]); // warm up
     }
   }
-  for (const [k, total] of [['read', reads], ['list', lists], ['names', lists]]) {
+  for (const [k, total] of [['read', reads], ['list', lists], ['names', lists], ['details', lists]]) {
     const n = Math.max(1, Math.round(total / rounds));
     for (let r = 0; r < rounds; r++) {
       for (const name of r % 2 ? [...names].reverse() : names) {
@@ -208,6 +214,7 @@ const ratio = {
   read_vs_null: h.read.ops_per_s / z.read.ops_per_s,
   list_vs_reference: h.list.ops_per_s / r.list.ops_per_s,
   names_vs_reference: h.names.ops_per_s / r.names.ops_per_s,
+  details_vs_reference: h.details.ops_per_s / r.details.ops_per_s, // list_directory_with_sizes: no target
   startup_vs_reference: r.startup.p50_ms / h.startup.p50_ms,
   read_vs_reference: h.read.ops_per_s / r.read.ops_per_s,
 };
@@ -229,6 +236,7 @@ const rows = [
   ['read', `read 64 KiB x${reads}`],
   ['list', `list 1,000 (defaults) x${lists}`],
   ['names', `list 1,000 (names) x${lists}`],
+  ['details', `list 1,000 (sizes) x${lists}`],
 ];
 const col = (s) => s.padStart(34);
 console.error(`${''.padEnd(32)}${names.map((n) => col(n)).join('')}`);
