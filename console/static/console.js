@@ -368,7 +368,7 @@
     const p = e.payload || {};
     const time = e.timestamp || rec.time || e.time || "";
     const kind = e.event_type || e.type || e.event || e.kind || "event";
-    const name = p.tool_name || p.tool || e.action || e.name || (p.action && p.action.name) || "";
+    const name = [p.tool_name, p.action, e.action, e.name].find((v) => typeof v === "string" && v !== "") || "";
     const obs = p.observation || {};
     const status = obs.status || e.status || "";
     const code = obs.code || e.code || "";
@@ -379,7 +379,10 @@
       li.appendChild(el("span", status === "ok" ? "ev-status-ok" : "ev-status-bad",
         " · " + status + (code ? " (" + code + ")" : "")));
     }
-    if (who) li.appendChild(el("span", "item-meta", "by " + who + (e.method ? " via " + e.method : "")));
+    if (who) {
+      li.appendChild(el("span", "item-meta", "by " + who + (e.method ? " via " + e.method : "") +
+        (e.scope ? " · " + e.scope : "") + (e.reason ? " · " + e.reason : "")));
+    }
     return li;
   }
 
