@@ -85,7 +85,6 @@ func TestBrowserConsoleRendersInert(t *testing.T) {
 	if probe.Pwned != nil || probe.Scripts != 0 || probe.Imgs != 0 || probe.Bold != 0 || probe.RLO || probe.Markers < 2 {
 		t.Errorf("hostile content not inert: %+v", probe)
 	}
-	w.screenshot("../docs/console-diff.png")
 
 	// The command's argv and sandbox.
 	w.click(`#pending button[data-id="apr_cmd"]`)
@@ -113,7 +112,6 @@ func TestBrowserConsoleRendersInert(t *testing.T) {
 		t.Errorf("decisions %+v", f.fake.decisions)
 	}
 	w.waitText("#count", "1")
-	w.screenshot("../docs/console-pending.png")
 
 	// Phone width: the list alone, then the approval with a way back, and
 	// nothing wider than the screen.
@@ -132,5 +130,4 @@ func TestBrowserConsoleRendersInert(t *testing.T) {
 	if overflow.Doc > overflow.View || overflow.List {
 		t.Errorf("at 390px: page %dpx wide in a %dpx window, list shown beside the detail: %v", overflow.Doc, overflow.View, overflow.List)
 	}
-	w.screenshot("../docs/console-phone.png")
 }

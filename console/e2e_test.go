@@ -197,7 +197,6 @@ func TestE2EApproveInBrowserThenExecute(t *testing.T) {
 	signInBrowser(w, s.url, e2eReviewer)
 	w.waitText("#count", "1")
 	w.waitText("#d-title", "workspace_apply_patch")
-	w.screenshot("../docs/console-pending.png")
 	var rows []string
 	w.js(&rows, `return [...document.querySelectorAll("#d-preview .diff tr.add td.code, #d-preview .diff tr.del td.code")].map(c => c.parentNode.className + ":" + c.textContent);`)
 	if strings.Join(rows, "|") != "del:−two|add:+TWO" {
@@ -273,8 +272,12 @@ func TestE2EApproveInBrowserThenExecute(t *testing.T) {
 	}
 
 	// Hostile content is shown as text, its override visible.
+	s.ask(e2eAgent, "notes/todo.md", "- ship the console\n", "sess-4")
 	id3 := s.ask(e2eAgent, "c.sh", "<script>window.pwned=1</script>\u202e# harmless\n<img src=x onerror=\"window.pwned=2\">\n", "sess-2")
-	w.waitText("#count", "1")
+	w.waitText("#count", "2")
+	if got := w.text("#pending li:first-child button"); !strings.Contains(got, "sess-2") {
+		t.Errorf("the newest approval is not first: %q", got)
+	}
 	w.click(fmt.Sprintf(`#pending button[data-id=%q]`, id3))
 	w.waitText("#d-preview", "⟨U+202E⟩")
 	var probe struct {
@@ -291,6 +294,7 @@ func TestE2EApproveInBrowserThenExecute(t *testing.T) {
 	if s := w.text("#d-preview .diff"); !strings.Contains(s, "<script>window.pwned=1</script>⟨U+202E⟩# harmless") {
 		t.Errorf("the hostile line is not shown as text: %q", s)
 	}
+	w.screenshot("../docs/console-pending.png")
 	w.size(390, 844)
 	w.screenshot("../docs/console-phone.png")
 	w.size(1280, 900)
