@@ -90,6 +90,9 @@ type Pipeline struct {
 	// Supervisor is the external AHP harness the guard consults
 	// (harness.ahp.supervisor), nil when none is configured.
 	Supervisor *supervisor.Supervisor
+	// Hub is where the audit log Open opened publishes what it appends
+	// (the live event stream); nil when the caller gave its own log.
+	Hub *audit.Hub
 
 	log     *slog.Logger
 	closers []func() error
@@ -150,7 +153,8 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (p *Pipeline, e
 		}
 		// The chain is keyed with the installation's key, so that a process
 		// that can write the log but not read the key cannot rewrite it.
-		if p.Audit, err = audit.Open(ctx, cfg.Harness.Audit.Path, instance, audit.WithKey(key), audit.WithLogger(log)); err != nil {
+		p.Hub = audit.NewHub(audit.HubOptions{})
+		if p.Audit, err = audit.Open(ctx, cfg.Harness.Audit.Path, instance, audit.WithKey(key), audit.WithLogger(log), audit.WithHub(p.Hub)); err != nil {
 			return nil, fmt.Errorf("harness.audit.path: %w", err)
 		}
 		p.closers = append(p.closers, p.Audit.Close)

@@ -315,7 +315,13 @@ func (s *Service) DecideApproval(ctx context.Context, id string, approver Princi
 
 // requester reports whether p asked for st.
 func requester(p Principal, st StoredApproval) bool {
-	return p.Name != "" && p.Name == st.Pending.Principal && (p.Tenant == "" || p.Tenant == st.Tenant())
+	return isRequester(p, st.Pending.Principal, st.Tenant())
+}
+
+// isRequester reports whether p is the principal (of the tenant) that
+// asked.
+func isRequester(p Principal, principal, tenant string) bool {
+	return p.Name != "" && p.Name == principal && (p.Tenant == "" || p.Tenant == tenant)
 }
 
 // WaitApproval returns the approval id once it is decided or expired, or

@@ -14,7 +14,8 @@ import (
 // Permission is what an API key allows (SPEC section 3, auth.keys).
 type Permission string
 
-// Permissions. PermAdmin implies the other two.
+// Permissions. PermAdmin implies the others (PermApprove and PermAudit
+// are with the approvals and the event routes).
 const (
 	PermExecute Permission = "agent:execute"
 	PermTrusted Permission = "agent:trusted"

@@ -23,7 +23,7 @@ func OpenAPI() []byte { return bytes.Clone(openAPI) }
 
 // httpCodes are the error codes of the HTTP layer that are not action
 // codes.
-var httpCodes = []string{CodeInvalidJSON, CodeUnauthorized, CodeForbidden, CodeMethodNotAllowed, CodeNotReady}
+var httpCodes = []string{CodeInvalidJSON, CodeUnauthorized, CodeForbidden, CodeMethodNotAllowed, CodeNotReady, string(CodeAlreadyDecided)}
 
 // payloadSchemas names the component that describes each built-in
 // action's payload when it succeeds. An action of the mcp runtime gets

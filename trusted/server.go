@@ -61,6 +61,9 @@ type ServerOptions struct {
 	// Sessions resets sessions' governance counters (POST
 	// /v1/sessions/{id}/reset); nil answers that route 404.
 	Sessions SessionResetter
+	// Events is what the event routes read (GET /v1/sessions/{id}/events,
+	// /v1/tasks/{id}/events, /v1/events); its zero value answers them 404.
+	Events EventSource
 	// Logger receives one access-log record per request: method, route
 	// pattern, status, duration, principal. Never the path (which holds
 	// tokens), headers, or bodies. Nil means slog.Default().
@@ -115,6 +118,8 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	s.handle("POST", "/v1/actions/preview", PermTrusted, true, s.postPreview)
 	s.handle("POST", "/v1/actions/execute/{token}", PermTrusted, true, s.postExecute)
 	s.handle("POST", "/v1/sessions/{id}/reset", PermAdmin, false, s.postSessionReset)
+	s.registerApprovalRoutes()
+	s.registerEventRoutes(opts.Events)
 	s.handle("GET", "/v1/schemas", PermExecute, false, public(s.getSchemas))
 	s.handle("GET", "/v1/schemas/{action}", PermExecute, false, public(s.getSchema))
 	s.handle("GET", "/healthz", "", false, public(s.getHealth))
@@ -228,7 +233,7 @@ func (s *Server) handle(method, pattern string, perm Permission, limited bool, h
 			if rec != nil {
 				rec.principal = key.Principal.Name
 			}
-			if !key.Allows(perm) {
+			if perm != permAnyKey && !key.Allows(perm) {
 				writeError(w, http.StatusForbidden, CodeForbidden, "principal "+key.Principal.Name+" lacks the "+string(perm)+" permission")
 				return
 			}

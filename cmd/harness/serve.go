@@ -98,6 +98,7 @@ func serveCmd(ctx context.Context, args []string, s stdio) int {
 		Metrics: e.P.Metrics, Logger: access, MaxInFlight: *maxInFlight,
 		Ready:    []trusted.ReadyCheck{{Name: "audit", Check: auditReady(e.Audit, cfg.Harness.Audit.Path)}},
 		Sessions: e.P.Governor,
+		Events:   trusted.EventSource{Replay: replayer(e.Audit), Hub: e.P.Hub},
 	})
 	if err != nil {
 		fmt.Fprintf(s.err, "harness serve: %v\n", err)
@@ -121,6 +122,10 @@ func serveCmd(ctx context.Context, args []string, s stdio) int {
 		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 		ErrorLog:    slog.NewLogLogger(access.Handler(), slog.LevelWarn),
 	}
+	if e.P.Hub != nil {
+		hs.RegisterOnShutdown(e.P.Hub.Close) // live streams end with the server
+	}
+	go expireApprovals(ctx, e.P.Trusted, access)
 	base := "http://" + ln.Addr().String()
 	fmt.Fprintf(s.err, "harness serve: listening on %s (workspace %s, store %s, audit %s, %d key(s))\n",
 		base, e.WS.Root(), storeName(cfg.Harness.Trusted.Store), auditName(cfg.Harness.Audit.Path), len(cfg.Harness.Auth.Keys))
@@ -148,6 +153,32 @@ func serveCmd(ctx context.Context, args []string, s stdio) int {
 	}
 	fmt.Fprintln(s.err, "harness serve: stopped")
 	return exitOK
+}
+
+// replayer is the audit log's replay, when it has one.
+func replayer(l audit.Log) audit.Replayer {
+	r, _ := l.(audit.Replayer)
+	return r
+}
+
+// approvalSweep is how often pending approvals past their expiry are
+// expired (and recorded) when nobody looks at them.
+const approvalSweep = 15 * time.Second
+
+// expireApprovals records expiries until ctx ends.
+func expireApprovals(ctx context.Context, svc *trusted.Service, log *slog.Logger) {
+	t := time.NewTicker(approvalSweep)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := svc.ExpireApprovals(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("approvals: expiry sweep failed", "err", err)
+			}
+		}
+	}
 }
 
 // auditReady checks the audit log for /readyz with the cheapest probe the
