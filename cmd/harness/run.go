@@ -63,6 +63,12 @@ func runCmd(ctx context.Context, args []string, s stdio) int {
 	if obs.Message != "" && obs.Status != action.StatusOK {
 		fmt.Fprintf(s.err, "harness run: %s: %s\n", obs.Code, sanitize.Inert(obs.Message))
 	}
+	if obs.Approval != nil {
+		// Someone approves it with the id (GET /v1/approvals, the console);
+		// an approval kept in memory lives only as long as this process.
+		where := "harness.trusted.store " + storeName(cfg.Harness.Trusted.Store)
+		fmt.Fprintf(s.err, "harness run: approval %s waits for a person until %s (%s)\n", obs.Approval.ID, obs.Approval.ExpiresAt, where)
+	}
 	return exitFor(obs.Status)
 }
 

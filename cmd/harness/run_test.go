@@ -79,6 +79,33 @@ func TestRunExitCodes(t *testing.T) {
 	}
 }
 
+// TestRunAskExitsFourWithTheApprovalID: an action a rule asks about
+// prints its needs_confirmation observation and exits 4, naming the
+// approval on stderr.
+func TestRunAskExitsFourWithTheApprovalID(t *testing.T) {
+	cfg, root := testConfig(t, "  rules:\n    - {id: ask-writes, actions: [workspace_apply_patch], outcome: ask, reason: a person looks first}\n")
+	code, out, errOut := runCLI("run", "workspace_apply_patch", "--input", `{"path":"a.txt","content":"x\n"}`, "--config", cfg)
+	if code != 4 {
+		t.Fatalf("exit %d, want 4; stdout %s stderr %s", code, out, errOut)
+	}
+	var obs struct {
+		Status, Code string
+		Approval     struct{ ID string }
+	}
+	if err := json.Unmarshal([]byte(out), &obs); err != nil {
+		t.Fatalf("stdout is not one JSON observation: %q", out)
+	}
+	if obs.Status != "needs_confirmation" || obs.Code != "approval_required" || !strings.HasPrefix(obs.Approval.ID, "apr_") {
+		t.Fatalf("observation %s", out)
+	}
+	if !strings.Contains(errOut, "approval "+obs.Approval.ID+" waits") {
+		t.Fatalf("stderr %q does not name approval %s", errOut, obs.Approval.ID)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "a.txt")); string(b) != "hello\n" {
+		t.Fatalf("the change ran: %q", b)
+	}
+}
+
 func TestRunUsageErrors(t *testing.T) {
 	cfg, _ := testConfig(t, "")
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
