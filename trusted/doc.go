@@ -28,6 +28,33 @@
 // pre_action/post_action events link back to the preview that was
 // approved. A preview whose record cannot be written mints nothing.
 //
+// # Approvals
+//
+// When a guard step answers "ask", the Harness plans the action and
+// stores it as a pending approval (an ApprovalStore: MemoryApprovals, or
+// RedisApprovals shared by replicas, chosen like the token store by
+// harness.trusted.store); the caller gets needs_confirmation with the
+// approval's id. A principal with agent:approve decides it
+// (Service.DecideApproval; POST /v1/approvals/{id}/approve or /deny; the
+// console): approve with scope once, or session (the same action hash in
+// the same tenant's session then runs without asking again), or deny with
+// a reason. Each approval is decided exactly once, across replicas; the
+// requester never decides its own request unless
+// harness.approvals.allow-self-approval; an approval nobody decides
+// expires (approval_expired). The requester's poll (GET
+// /v1/approvals/{id}?wait=S) of an approved approval claims it, once, and
+// carries a one-time token bound to the requester that runs exactly the
+// stored plan (its preconditions: a file changed since answers
+// stale_preview); the library's AwaitApproval waits and runs it. Every
+// request, decision and expiry is an ApprovalRecord in the audit log
+// (approver, scope, method, action hash, approval id), the token minted
+// for an approval names it, and the run's events carry its approval_id.
+//
+// What approvals do not guarantee: an approval's expiry is judged by the
+// clock of the replica that looks (replicas' clocks should agree); an
+// approved action whose token is claimed and then lost (a dropped
+// connection) is not handed out again: ask again.
+//
 // # What it does not guarantee
 //
 //   - The file check and the write are serialised per file within one
@@ -47,7 +74,8 @@
 //
 // Server is an http.Handler on the standard library's ServeMux: bearer
 // authentication against hashed keys (constant-time), permissions
-// agent:execute, agent:trusted and admin (which implies both), capped
+// agent:execute, agent:trusted, agent:approve, agent:audit and admin
+// (which implies the others), capped
 // bodies (413, on the Content-Length alone when it is too big), JSON
 // errors {"error":{"code","message"}}, /healthz, /readyz, /metrics
 // (Prometheus) and /openapi.json. Access logs name the route pattern,
