@@ -281,6 +281,10 @@ func expectedRecords(a answer) []string {
 			out = append(out, "trusted_token:stale")
 		}
 	}
+	if a.Status == action.StatusNeedsConfirmation {
+		// The approval it waits for is a record naming the action.
+		out = append(out, "approval:requested")
+	}
 	out = append(out, "pre_action", "post_action")
 	if a.Status == action.StatusError {
 		out = append(out, "error")
