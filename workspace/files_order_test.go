@@ -120,3 +120,20 @@ func BenchmarkListFiles1000(b *testing.B) {
 		})
 	}
 }
+
+// FuzzSortedByName: any set of names (split from the input at '/', which
+// no name holds; NUL bytes dropped, which none holds either) sorts into
+// byte order.
+func FuzzSortedByName(f *testing.F) {
+	f.Add("f0010.txt/f0001.txt/f0100.txt")
+	f.Add("abcdefgh2/abcdefgh10/abcdef/abcdeg/\xff/\xc3\xa9")
+	f.Fuzz(func(t *testing.T, s string) {
+		var names []string
+		for _, n := range strings.Split(strings.ReplaceAll(s, "\x00", ""), "/") {
+			if n != "" {
+				names = append(names, n)
+			}
+		}
+		checkSortedByName(t, names)
+	})
+}
