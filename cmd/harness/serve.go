@@ -15,12 +15,14 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/harness-runtime/harness/audit"
 	"github.com/harness-runtime/harness/config"
+	"github.com/harness-runtime/harness/console"
 	"github.com/harness-runtime/harness/internal/tune"
 	"github.com/harness-runtime/harness/trusted"
 )
@@ -105,13 +107,30 @@ func serveCmd(ctx context.Context, args []string, s stdio) int {
 		return exitUsage
 	}
 
+	// The approval console at /console/ (a browser signs in with an
+	// agent:approve key); everything else is the API.
+	con, err := console.New(console.Options{Approvals: e.P.Trusted, Replay: replayer(e.Audit), Keys: keys, Logger: access})
+	if err != nil {
+		fmt.Fprintf(s.err, "harness serve: %v\n", err)
+		return exitUsage
+	}
+	// Not a ServeMux: the API answers unclean paths itself (a mux would
+	// redirect them).
+	mux := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/console/") {
+			con.ServeHTTP(w, r)
+			return
+		}
+		srv.ServeHTTP(w, r)
+	})
+
 	ln, err := net.Listen("tcp", cfg.Harness.HTTP.Addr)
 	if err != nil {
 		fmt.Fprintf(s.err, "harness serve: %v\n", err)
 		return exitUsage
 	}
 	hs := &http.Server{
-		Handler:           srv,
+		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		// Bodies are capped in size and, here, in time; answers are not
 		// (a trusted command may run for its whole timeout).
