@@ -112,15 +112,15 @@ func entryType(m fs.FileMode) string {
 // listFiles implements workspace_list_files.
 //
 // Input: path (default "."), recursive, max_entries (default
-// Options.MaxListEntries), include_git, details (default false: names and
-// types only, read from the directory itself; true adds the size and
-// mod_time of every entry, at the cost of one lstat each, which for a
-// large directory is most of the listing's time).
+// Options.MaxListEntries), include_git, details (default true: the size
+// and mod_time of every entry, at the cost of one lstat each, which for a
+// large directory is most of the listing's time; false: names and types
+// only, read from the directory itself).
 //
 // Payload: {"path": the clean root-relative directory, "entries": [{"path":
 // root-relative slash path, "name", "type": "file"|"dir"|"symlink"|"other",
 // "size": bytes as reported by lstat, "mod_time": RFC 3339 UTC (the last
-// two only with details true)}],
+// two left out with details false)}],
 // "truncated": true when entries stopped at max_entries}. max_entries is
 // capped at 100000.
 //
@@ -144,7 +144,7 @@ func (w *Workspace) listFiles(ctx context.Context, in map[string]any) (map[strin
 	if err != nil {
 		return nil, err
 	}
-	details, err := boolArg(in, "details", false)
+	details, err := boolArg(in, "details", true)
 	if err != nil {
 		return nil, err
 	}

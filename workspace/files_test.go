@@ -75,15 +75,15 @@ func TestListFilesEntryShape(t *testing.T) {
 		}
 		return m
 	}
-	detailed := byPath(map[string]any{"recursive": true, "details": true})
+	detailed := byPath(map[string]any{"recursive": true})
 	if e := detailed["b.txt"]; e["type"] != "file" || e["size"] != int64(2) || e["name"] != "b.txt" || !strings.HasSuffix(e["mod_time"].(string), "Z") {
-		t.Fatalf("b.txt entry with details = %v", e)
+		t.Fatalf("b.txt entry (details by default) = %v", e)
 	}
-	plain := byPath(map[string]any{"recursive": true})
+	if e := byPath(map[string]any{"recursive": true, "details": true})["b.txt"]; e["size"] != int64(2) {
+		t.Fatalf("b.txt entry with details true = %v", e)
+	}
+	plain := byPath(map[string]any{"recursive": true, "details": false})
 	if e := plain["b.txt"]; len(e) != 3 || e["type"] != "file" || e["name"] != "b.txt" {
-		t.Fatalf("b.txt entry by default = %v, want path, name and type only", e)
-	}
-	if e := byPath(map[string]any{"recursive": true, "details": false})["b.txt"]; len(e) != 3 {
 		t.Fatalf("b.txt entry with details false = %v, want path, name and type only", e)
 	}
 	if len(plain) != len(detailed) {

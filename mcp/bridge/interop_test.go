@@ -306,11 +306,11 @@ func TestSDKClientGetsTextOnce(t *testing.T) {
 			assert.Equal(t, []any{"content"}, read.Structured.Payload[InText])
 			assert.Equal(t, "a.txt", read.Structured.Payload["path"], "what the text does not carry stays")
 
-			assert.Equal(t, "a.txt\nsub/", names.Content[0].Text)
-			assert.NotContains(t, names.Structured.Payload, "entries")
-			assert.Equal(t, []any{"entries"}, names.Structured.Payload[InText], "the default lists names and types")
-			assert.Equal(t, names.Content, plain.Content, "the default is details: false")
-			assert.Equal(t, names.Structured.Payload, plain.Structured.Payload)
+			assert.Equal(t, "a.txt\nsub/", plain.Content[0].Text)
+			assert.NotContains(t, plain.Structured.Payload, "entries")
+			assert.Equal(t, []any{"entries"}, plain.Structured.Payload[InText], "details: false lists names and types, all in the text")
+			assert.Equal(t, names.Content, details.Content, "the default is details: true")
+			assert.Equal(t, names.Structured.Payload["entries"] != nil, details.Structured.Payload["entries"] != nil)
 
 			assert.Equal(t, "a.txt\nsub/", details.Content[0].Text)
 			assert.Len(t, details.Structured.Payload["entries"], 2, "sizes and times are not in the text: the entries stay")
