@@ -13,7 +13,7 @@ type AHPConfig struct {
 	// Supervisor is consulted by the guard before every action; its
 	// transport not set: none.
 	Supervisor AHPSupervisorConfig `yaml:"supervisor"`
-	Serve      AHPServeConfig       `yaml:"serve"`
+	Serve      AHPServeConfig      `yaml:"serve"`
 }
 
 // AHPSupervisorConfig is harness.ahp.supervisor. Transport empty means no

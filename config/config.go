@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/harness-runtime/harness/policy"
 )
@@ -109,6 +110,29 @@ type MCPServerConfig struct {
 // elicitation.
 type MCPBridgeConfig struct {
 	TrustedActions []string `yaml:"trusted-actions" validate:"dive,required"`
+	// ApprovalWaitSeconds is how long a call that waits for a person's
+	// approval (a rule asked) holds its answer for the decision before
+	// it answers needs_confirmation with the approval's id; calling the
+	// tool again with the same arguments waits again, and runs once
+	// approved. Default 20; 0 answers at once.
+	ApprovalWaitSeconds *int `yaml:"approval-wait-seconds" validate:"omitempty,gte=0,lte=600"`
+	// ConsoleURL is where a person decides approvals (the /console/ of a
+	// harness serve that shares harness.trusted.store), named in the
+	// message of a call that waits; empty: the message names the route.
+	ConsoleURL string `yaml:"console-url" validate:"omitempty,url"`
+}
+
+// DefaultApprovalWaitSeconds is harness.mcp.bridge.approval-wait-seconds'
+// default.
+const DefaultApprovalWaitSeconds = 20
+
+// ApprovalWait is ApprovalWaitSeconds (its default when unset) as a
+// duration.
+func (b MCPBridgeConfig) ApprovalWait() time.Duration {
+	if b.ApprovalWaitSeconds == nil {
+		return DefaultApprovalWaitSeconds * time.Second
+	}
+	return time.Duration(*b.ApprovalWaitSeconds) * time.Second
 }
 
 // TrustedConfig is harness.trusted.
@@ -301,6 +325,10 @@ func (c *Config) Resolve() {
 	}
 	h.Governance.resolve()
 	h.AHP.resolve()
+	if h.MCP.Bridge.ApprovalWaitSeconds == nil {
+		wait := DefaultApprovalWaitSeconds
+		h.MCP.Bridge.ApprovalWaitSeconds = &wait
+	}
 	h.Approvals.resolve()
 	setDefault(&h.RedactObservations, prod)
 }

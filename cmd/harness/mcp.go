@@ -65,7 +65,8 @@ func mcpCmd(ctx context.Context, args []string, s stdio) int {
 	// execute flow as `harness serve`, with the same token records in the
 	// same audit log: exactly what was previewed, on the files as they were
 	// previewed.
-	srv, err := bridge.NewServer(e.H, cfg, bridge.WithLogger(e.Log), bridge.WithTrustFlow(trustFlow{e.P.Trusted}))
+	srv, err := bridge.NewServer(e.H, cfg, bridge.WithLogger(e.Log), bridge.WithTrustFlow(trustFlow{e.P.Trusted}),
+		bridge.WithApprovals(trustFlow{e.P.Trusted}, cfg.Harness.MCP.Bridge.ApprovalWait(), cfg.Harness.MCP.Bridge.ConsoleURL))
 	if err != nil {
 		fmt.Fprintf(s.err, "harness mcp: %v\n", err)
 		return exitUsage
@@ -108,6 +109,12 @@ func (f trustFlow) Preview(ctx context.Context, a action.Action) (map[string]any
 
 func (f trustFlow) Execute(ctx context.Context, token string) (action.Observation, error) {
 	return f.svc.Execute(ctx, trusted.Principal{Name: bridge.DefaultPrincipal}, token)
+}
+
+// Await waits for the approval id the bridge's principal requested and
+// runs the approved plan.
+func (f trustFlow) Await(ctx context.Context, id string) (action.Observation, error) {
+	return f.svc.AwaitApproval(ctx, trusted.Principal{Name: bridge.DefaultPrincipal}, id)
 }
 
 // loopbackOnly refuses a listen address that is not on loopback: the

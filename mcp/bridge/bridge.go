@@ -62,6 +62,7 @@ type Server struct {
 	pending   pendingTokens
 	disabled  map[string]bool
 	roots     *rootsGate
+	approvals *approvalWaits
 	syncMu    sync.Mutex
 }
 
@@ -203,7 +204,10 @@ func (s *Server) handlerFor(name string) mcpserver.ToolHandlerFunc {
 		if refused != nil {
 			return toolResult(*refused), nil
 		}
-		return toolResult(s.run(ctx, a)), nil
+		if obs, ok := s.resumeApproval(ctx, sessionID, a); ok {
+			return toolResult(obs), nil
+		}
+		return toolResult(s.afterRun(ctx, sessionID, a, s.run(ctx, a))), nil
 	}
 }
 
