@@ -50,6 +50,7 @@ type apprFixture struct {
 	Root      string
 	AuditPath string
 	Service   *Service
+	Server    *Server
 	Harness   *runtime.Harness
 	Store     ApprovalStore
 	Clock     *fakeClock
@@ -116,7 +117,7 @@ func newApprFixture(t testing.TB, o apprOpts) *apprFixture {
 	require.NoError(t, err)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
-	return &apprFixture{URL: ts.URL, Root: root, AuditPath: auditPath, Service: svc, Harness: h, Store: store, Clock: clock}
+	return &apprFixture{URL: ts.URL, Root: root, AuditPath: auditPath, Service: svc, Server: srv, Harness: h, Store: store, Clock: clock}
 }
 
 func (f *apprFixture) read(t testing.TB, name string) string {
