@@ -78,7 +78,7 @@ func (s *Server) getApproval(w http.ResponseWriter, r *http.Request, k *Key) {
 			writeError(w, http.StatusBadRequest, string(action.CodeInvalidInput), "wait: a number of seconds, 0 to "+strconv.Itoa(int(MaxApprovalWait/time.Second)))
 			return
 		}
-		wait = min(time.Duration(n*float64(time.Second)), MaxApprovalWait)
+		wait = time.Duration(min(n, MaxApprovalWait.Seconds()) * float64(time.Second))
 	}
 	id := r.PathValue("id")
 	v, err := s.svc.GetApproval(r.Context(), id)

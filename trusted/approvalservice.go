@@ -57,6 +57,10 @@ type ApprovalView struct {
 	Scope      string          `json:"scope,omitempty"`
 	Reason     string          `json:"reason,omitempty"`
 	Method     string          `json:"method,omitempty"`
+	// Code is what the requester's action answers now: approval_required
+	// while pending, approval_denied or approval_expired; empty once
+	// approved.
+	Code action.Code `json:"code,omitempty"`
 	// Claimed: the approved action was handed out to run (its token was
 	// given to the requester, or AwaitApproval ran it).
 	Claimed bool `json:"claimed,omitempty"`
@@ -85,6 +89,14 @@ func viewOf(st StoredApproval) ApprovalView {
 		TaskID: p.Action.TaskID, Principal: p.Principal, Tenant: st.Tenant(), ActionHash: p.ActionHash,
 		Preview: p.Preview, Decision: p.Decision, CreatedAt: p.Created, ExpiresAt: st.ExpiresAt,
 		DecidedBy: st.DecidedBy, Scope: st.Scope, Reason: st.Reason, Method: st.Method, Claimed: st.Claimed,
+	}
+	switch st.Status {
+	case ApprovalPending:
+		v.Code = action.CodeApprovalRequired
+	case ApprovalDenied:
+		v.Code = action.CodeApprovalDenied
+	case ApprovalExpired:
+		v.Code = action.CodeApprovalExpired
 	}
 	if m, ok := p.Input.(map[string]any); ok {
 		v.Input = m
