@@ -194,6 +194,7 @@ type MemoryApprovals struct {
 	mu     sync.Mutex
 	items  map[string]*StoredApproval
 	grants map[string]memGrant
+	pruned time.Time // the last prune: at most one a second
 }
 
 type memGrant struct {
@@ -346,6 +347,10 @@ func (m *MemoryApprovals) Close() error { return nil }
 // pruneLocked forgets decided approvals past their retention and expired
 // grants.
 func (m *MemoryApprovals) pruneLocked(now time.Time) {
+	if now.Sub(m.pruned) < time.Second && now.After(m.pruned) {
+		return
+	}
+	m.pruned = now
 	for id, st := range m.items {
 		end := st.ExpiresAt
 		if !st.DecidedAt.IsZero() {
