@@ -111,6 +111,12 @@ func (f trustFlow) Execute(ctx context.Context, token string) (action.Observatio
 	return f.svc.Execute(ctx, trusted.Principal{Name: bridge.DefaultPrincipal}, token)
 }
 
+// RecordConfirmation records the person's confirmation through the MCP
+// client as an approval (method mcp).
+func (f trustFlow) RecordConfirmation(ctx context.Context, a action.Action, client string) (string, error) {
+	return f.svc.RecordConfirmation(ctx, trusted.Principal{Name: bridge.DefaultPrincipal}, a, client)
+}
+
 // Await waits for the approval id the bridge's principal requested and
 // runs the approved plan.
 func (f trustFlow) Await(ctx context.Context, id string) (action.Observation, error) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -132,4 +133,97 @@ func TestBridgeApprovalDecidedDuringTheWait(t *testing.T) {
 	assert.Equal(t, action.StatusOK, obs.Status, obs.Message)
 	got, _ := os.ReadFile(filepath.Join(root, "a.txt"))
 	assert.Equal(t, "TWO\n", string(got))
+}
+
+// confirmFlow is the trusted flow harness mcp uses, recording each
+// confirmation (or failing to, when fail is set).
+type confirmFlow struct {
+	svc  *trusted.Service
+	fail bool
+}
+
+func (f confirmFlow) Preview(ctx context.Context, a action.Action) (map[string]any, string, error) {
+	r, err := f.svc.Preview(ctx, trusted.Principal{Name: bridge.DefaultPrincipal}, a)
+	return r.Preview, r.Token, err
+}
+
+func (f confirmFlow) Execute(ctx context.Context, token string) (action.Observation, error) {
+	return f.svc.Execute(ctx, trusted.Principal{Name: bridge.DefaultPrincipal}, token)
+}
+
+func (f confirmFlow) RecordConfirmation(ctx context.Context, a action.Action, client string) (string, error) {
+	if f.fail {
+		return "", &action.Error{Code: action.CodeInternal, Message: "the audit log is full"}
+	}
+	return f.svc.RecordConfirmation(ctx, trusted.Principal{Name: bridge.DefaultPrincipal}, a, client)
+}
+
+type acceptAll struct{}
+
+func (acceptAll) Elicit(context.Context, mcpgo.ElicitationRequest) (*mcpgo.ElicitationResult, error) {
+	return &mcpgo.ElicitationResult{ElicitationResponse: mcpgo.ElicitationResponse{
+		Action: mcpgo.ElicitationResponseActionAccept, Content: map[string]any{"confirm": true}}}, nil
+}
+
+// TestBridgeElicitationConfirmationIsAnApprovalRecord: a person's
+// confirmation through the client's form is an approval record (method
+// mcp, the client as the approver, the action's hash) written before the
+// action runs; when it cannot be written, the action does not run.
+func TestBridgeElicitationConfirmationIsAnApprovalRecord(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		t.Run(map[bool]string{false: "recorded", true: "record fails"}[fail], func(t *testing.T) {
+			dir := t.TempDir()
+			t.Setenv("HOME", dir)
+			t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
+			t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
+			root := filepath.Join(dir, "root")
+			require.NoError(t, os.MkdirAll(root, 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(root, "a.txt"), []byte("one\n"), 0o644))
+			auditPath := filepath.Join(dir, "audit.jsonl")
+			cfg, err := config.Parse("t.yaml", []byte("harness:\n  profile: dev\n  workspace: {root: "+root+"}\n  audit: {path: "+auditPath+"}\n"+
+				"  rules: []\n  mcp: {bridge: {trusted-actions: [workspace_apply_patch]}}\n"))
+			require.NoError(t, err)
+			p, err := pipeline.Open(context.Background(), cfg, pipeline.Options{Trusted: true})
+			require.NoError(t, err)
+			defer p.Close()
+			srv, err := bridge.NewServer(p.Harness, cfg, bridge.WithTrustFlow(confirmFlow{svc: p.Trusted, fail: fail}))
+			require.NoError(t, err)
+			cli, err := mcpclient.NewInProcessClientWithOptions(srv.MCPServer(), mcpclient.WithElicitationHandler(acceptAll{}))
+			require.NoError(t, err)
+			defer cli.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			require.NoError(t, cli.Start(ctx))
+			_, err = cli.Initialize(ctx, mcpgo.InitializeRequest{Params: mcpgo.InitializeParams{ClientInfo: mcpgo.Implementation{Name: "unit", Version: "1"},
+				Capabilities: mcpgo.ClientCapabilities{Elicitation: &mcpgo.ElicitationCapability{}}}})
+			require.NoError(t, err)
+			obs := patchCall(t, cli)
+			got, _ := os.ReadFile(filepath.Join(root, "a.txt"))
+			if fail {
+				assert.Equal(t, action.CodeInternal, obs.Code, obs.Message)
+				assert.Equal(t, "one\n", string(got), "ran without its confirmation's record")
+				return
+			}
+			require.Equal(t, action.StatusOK, obs.Status, obs.Message)
+			assert.Equal(t, "TWO\n", string(got))
+			log, err := os.ReadFile(auditPath)
+			require.NoError(t, err)
+			var found bool
+			for _, line := range strings.Split(strings.TrimSpace(string(log)), "\n") {
+				var rec struct {
+					Event trusted.ApprovalRecord `json:"event"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(line), &rec))
+				if rec.Event.Kind == "approval" {
+					found = true
+					assert.Equal(t, "approved", rec.Event.Event)
+					assert.Equal(t, trusted.MethodMCP, rec.Event.Method)
+					assert.Equal(t, "mcp:unit", rec.Event.Approver)
+					assert.Equal(t, "workspace_apply_patch", rec.Event.Action)
+					assert.NotEmpty(t, rec.Event.ActionHash)
+				}
+			}
+			assert.True(t, found, "no approval record for the confirmation")
+		})
+	}
 }

@@ -46,6 +46,14 @@ type TrustFlow interface {
 	Execute(ctx context.Context, token string) (action.Observation, error)
 }
 
+// ConfirmationRecorder is what a TrustFlow may also do: record, durably
+// and before the action runs, that a person confirmed a through the MCP
+// client (named client) — the audit log's approval record of the
+// confirmation. An error keeps the action from running.
+type ConfirmationRecorder interface {
+	RecordConfirmation(ctx context.Context, a action.Action, client string) (approvalID string, err error)
+}
+
 // WithTrustFlow makes confirmed actions run through f.
 func WithTrustFlow(f TrustFlow) ServerOption { return func(s *Server) { s.flow = f } }
 
@@ -125,6 +133,11 @@ func (s *Server) confirmAndRun(ctx context.Context, req mcpgo.CallToolRequest, a
 		}
 		return toolResult(s.blocked(a, policy.Decision{Code: action.CodeTrustRequired,
 			Message: fmt.Sprintf("%s was not run: the person %s the confirmation", a.Name, how)})), nil
+	}
+	if rec, ok := s.flow.(ConfirmationRecorder); ok && s.flow != nil {
+		if _, err := rec.RecordConfirmation(ctx, a, clientName(ctx)); err != nil {
+			return toolResult(flowRefusal(a, err)), nil
+		}
 	}
 	if s.flow != nil {
 		obs, err := s.flow.Execute(ctx, token)
