@@ -1,6 +1,9 @@
 package config
 
-import "time"
+import (
+	"net/url"
+	"time"
+)
 
 // ApprovalsConfig is harness.approvals: how long an action that a rule
 // (or another guard step) asks about waits for a person, whether a
@@ -20,6 +23,15 @@ type ApprovalsConfig struct {
 	// MaxApprovals bounds the approvals kept (pending and recently
 	// decided); beyond it the oldest is dropped. Default 10000.
 	MaxApprovals int `yaml:"max-approvals" validate:"gte=0,lte=10000000"`
+	// NotifyURL, when set, is POSTed a JSON notice of every new approval
+	// (its id, action name, principal, tenant, session, rule, expiry and
+	// console link; never its input, preview or a token), so that a
+	// person hears of it. Delivery is best effort: a failed or slow hook
+	// never holds the action up. Empty: no notices.
+	NotifyURL string `yaml:"notify-url" validate:"omitempty,url"`
+	// ConsoleURL is the console's address for the notices' links (the
+	// /console/ of a harness serve sharing harness.trusted.store).
+	ConsoleURL string `yaml:"console-url" validate:"omitempty,url"`
 }
 
 // Defaults of harness.approvals.
@@ -55,4 +67,20 @@ func (a ApprovalsConfig) SessionScope() time.Duration {
 		return DefaultSessionScopeSeconds * time.Second
 	}
 	return time.Duration(a.SessionScopeSeconds) * time.Second
+}
+
+// redactHook shows a notification URL's scheme and host only: hooks
+// commonly carry their secret in the path.
+func redactHook(s string) string {
+	if s == "" {
+		return s
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" {
+		return Hidden
+	}
+	if u.Path == "" && u.RawQuery == "" && u.User == nil {
+		return s
+	}
+	return u.Scheme + "://" + u.Host + "/" + Hidden
 }

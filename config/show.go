@@ -26,6 +26,7 @@ func (c *Config) Redacted() *Config {
 	h := &r.Harness
 	h.Trusted.Store = redactURL(h.Trusted.Store)
 	h.Audit.Path = redactURL(h.Audit.Path)
+	h.Approvals.NotifyURL = redactHook(h.Approvals.NotifyURL)
 	if h.MCP.Servers != nil {
 		h.MCP.Servers = maps.Clone(h.MCP.Servers)
 		for name, s := range h.MCP.Servers {

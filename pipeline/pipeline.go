@@ -215,8 +215,17 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (p *Pipeline, e
 		return nil, fmt.Errorf("harness.trusted.store: %w", err)
 	}
 	p.closers = append(p.closers, store.Close)
-	// Every request is an audit record before anyone is told to wait.
+	// Every request is an audit record before anyone is told to wait, and
+	// then, with harness.approvals.notify-url, a notice to a person.
 	p.Approvals = trusted.AuditedApprovals(store, p.tokenAudit())
+	if ac.NotifyURL != "" {
+		n, err := trusted.NewNotifier(ac.NotifyURL, ac.ConsoleURL, log)
+		if err != nil {
+			return nil, fmt.Errorf("harness.approvals.notify-url: %w", err)
+		}
+		p.closers = append(p.closers, n.Close)
+		p.Approvals = trusted.NotifyingApprovals(p.Approvals, n)
+	}
 	var recorder runtime.Recorder
 	if p.Audit != nil {
 		recorder = runtime.AuditRecorder(p.Audit)

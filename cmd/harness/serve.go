@@ -98,7 +98,10 @@ func serveCmd(ctx context.Context, args []string, s stdio) int {
 	srv, err := trusted.NewServer(trusted.ServerOptions{
 		Service: e.P.Trusted, Keys: keys, MaxBodyBytes: cfg.Harness.HTTP.MaxBodyBytes,
 		Metrics: e.P.Metrics, Logger: access, MaxInFlight: *maxInFlight,
-		Ready:    []trusted.ReadyCheck{{Name: "audit", Check: auditReady(e.Audit, cfg.Harness.Audit.Path)}},
+		Ready: []trusted.ReadyCheck{
+			{Name: "audit", Check: auditReady(e.Audit, cfg.Harness.Audit.Path)},
+			{Name: "approvals_store", Check: e.P.Approvals.Ping},
+		},
 		Sessions: e.P.Governor,
 		Events:   trusted.EventSource{Replay: replayer(e.Audit), Hub: e.P.Hub},
 	})

@@ -252,7 +252,7 @@ func TestServeReplicasShareRedis(t *testing.T) {
 			require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
 			resp.Body.Close()
 			require.Equal(t, 200, resp.StatusCode, "%+v", body)
-			require.Equal(t, map[string]string{"token_store": "ok", "audit": "ok"}, body.Checks)
+			require.Equal(t, map[string]string{"token_store": "ok", "approvals_store": "ok", "audit": "ok"}, body.Checks)
 		}
 	})
 
