@@ -220,7 +220,8 @@ if ARGV[9] == '1' then return {3, v[3]} end
 redis.call('HSET', KEYS[1], 's', ARGV[3], 'd', ARGV[2])
 redis.call('PEXPIREAT', KEYS[1], ARGV[5])
 if tonumber(ARGV[7]) > 0 then
-  redis.call('SET', KEYS[2], ARGV[8], 'PXAT', ARGV[7])
+  redis.call('SET', KEYS[2], ARGV[8])
+  redis.call('PEXPIREAT', KEYS[2], ARGV[7])
 end
 return {0, ARGV[2]}
 `)
