@@ -691,3 +691,30 @@ func TestApprovalTwoReplicasOneRedis(t *testing.T) {
 	require.True(t, v.Claimed)
 	require.Equal(t, "rita", v.DecidedBy)
 }
+
+// TestApprovalTenantBoundApproverSeesItsTenantOnly: an approver bound to
+// a tenant lists and decides that tenant's approvals only.
+func TestApprovalTenantBoundApproverSeesItsTenantOnly(t *testing.T) {
+	f := newApprFixture(t, apprOpts{})
+	ask := func(tenant string) string {
+		a := map[string]any{"name": "workspace_apply_patch", "input": map[string]any{"path": "f.txt", "content": tenant + "\n"}, "session_id": "s1", "tenant": tenant}
+		st, obs := call(t, "POST", f.URL+"/v1/actions", keyAgent, a)
+		require.Equal(t, 200, st, "%v", obs)
+		ap, _ := obs["approval"].(map[string]any)
+		require.NotNil(t, ap, "%v", obs)
+		return ap["id"].(string)
+	}
+	mine, other := ask("t1"), ask("t2")
+	st, body := call(t, "GET", f.URL+"/v1/approvals", keyTenantA, nil)
+	require.Equal(t, 200, st)
+	ids := mustJSON(t, body)
+	require.Contains(t, ids, mine)
+	require.NotContains(t, ids, other)
+	st, _ = call(t, "GET", f.URL+"/v1/approvals/"+other, keyTenantA, nil)
+	require.Equal(t, 404, st)
+	st, _ = call(t, "POST", f.URL+"/v1/approvals/"+other+"/approve", keyTenantA, map[string]any{})
+	require.Equal(t, 404, st)
+	st, body = call(t, "POST", f.URL+"/v1/approvals/"+mine+"/approve", keyTenantA, map[string]any{})
+	require.Equal(t, 200, st, "%v", body)
+	require.Equal(t, "tina", body["decided_by"])
+}
