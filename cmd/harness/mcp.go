@@ -113,8 +113,8 @@ func (f trustFlow) Execute(ctx context.Context, token string) (action.Observatio
 
 // RecordConfirmation records the person's confirmation through the MCP
 // client as an approval (method mcp).
-func (f trustFlow) RecordConfirmation(ctx context.Context, a action.Action, client string) (string, error) {
-	return f.svc.RecordConfirmation(ctx, trusted.Principal{Name: bridge.DefaultPrincipal}, a, client)
+func (f trustFlow) RecordConfirmation(ctx context.Context, a action.Action, token, client string) (string, error) {
+	return f.svc.RecordConfirmation(ctx, trusted.Principal{Name: bridge.DefaultPrincipal}, a, token, client)
 }
 
 // Await waits for the approval id the bridge's principal requested and

@@ -140,6 +140,10 @@ const (
 	// previewRefused: the preview was refused; nothing was minted or run,
 	// and nothing is recorded.
 	previewRefused
+	// confirmedFlow: a token flow that a person confirmed through the MCP
+	// client's form, which is also an approval record (approved) under
+	// the run's action_id.
+	confirmedFlow
 )
 
 // answer is what a driver reports of one scenario.
@@ -275,10 +279,13 @@ func expectedRecords(a answer) []string {
 		// A refused preview mints nothing and runs nothing, and is
 		// recorded as the same refusal anywhere else (SPEC 6: every
 		// decision is a record).
-	case tokenFlow:
+	case tokenFlow, confirmedFlow:
 		out = append(out, "trusted_token:minted")
 		if a.Code == action.CodeStalePreview {
 			out = append(out, "trusted_token:stale")
+		}
+		if a.Flow == confirmedFlow {
+			out = append(out, "approval:approved")
 		}
 	}
 	if a.Status == action.StatusNeedsConfirmation {

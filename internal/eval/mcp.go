@@ -144,7 +144,7 @@ func (d *mcpDriver) run(ctx context.Context, sc Scenario, s site) (answer, error
 	switch {
 	case !slices.Contains(bridgeConfirmed, sc.Action):
 	case asked:
-		f = tokenFlow
+		f = confirmedFlow
 	default:
 		f = previewRefused
 	}

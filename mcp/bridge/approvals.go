@@ -57,6 +57,7 @@ type waiting struct {
 	expires  string
 	preview  map[string]any
 	actionID string
+	decision *action.Decision
 }
 
 // callKey names a call for its approval: the session and the action's
@@ -121,7 +122,7 @@ func (s *Server) afterRun(ctx context.Context, session string, a action.Action, 
 	if !ok {
 		return obs
 	}
-	p := waiting{id: obs.Approval.ID, expires: obs.Approval.ExpiresAt, preview: obs.Approval.Preview, actionID: obs.ActionID}
+	p := waiting{id: obs.Approval.ID, expires: obs.Approval.ExpiresAt, preview: obs.Approval.Preview, actionID: obs.ActionID, decision: obs.Decision}
 	s.approvals.put(key, p)
 	return s.awaitApproval(ctx, key, a, p)
 }
@@ -167,6 +168,6 @@ func (s *Server) stillPending(a action.Action, p waiting) action.Observation {
 	return action.Observation{
 		ActionID: p.actionID, Action: a.Name, Source: action.SourcePolicy, Status: action.StatusNeedsConfirmation,
 		Code: action.CodeApprovalRequired, Message: strings.Join(msg, "; "),
-		Approval: &action.Approval{ID: p.id, ExpiresAt: p.expires, Preview: p.preview},
+		Approval: &action.Approval{ID: p.id, ExpiresAt: p.expires, Preview: p.preview}, Decision: p.decision,
 	}
 }

@@ -151,11 +151,11 @@ func (f confirmFlow) Execute(ctx context.Context, token string) (action.Observat
 	return f.svc.Execute(ctx, trusted.Principal{Name: bridge.DefaultPrincipal}, token)
 }
 
-func (f confirmFlow) RecordConfirmation(ctx context.Context, a action.Action, client string) (string, error) {
+func (f confirmFlow) RecordConfirmation(ctx context.Context, a action.Action, token, client string) (string, error) {
 	if f.fail {
 		return "", &action.Error{Code: action.CodeInternal, Message: "the audit log is full"}
 	}
-	return f.svc.RecordConfirmation(ctx, trusted.Principal{Name: bridge.DefaultPrincipal}, a, client)
+	return f.svc.RecordConfirmation(ctx, trusted.Principal{Name: bridge.DefaultPrincipal}, a, token, client)
 }
 
 type acceptAll struct{}
@@ -221,6 +221,7 @@ func TestBridgeElicitationConfirmationIsAnApprovalRecord(t *testing.T) {
 					assert.Equal(t, "mcp:unit", rec.Event.Approver)
 					assert.Equal(t, "workspace_apply_patch", rec.Event.Action)
 					assert.NotEmpty(t, rec.Event.ActionHash)
+					assert.Equal(t, obs.ActionID, rec.Event.ActionID, "the confirmation names the run it let through")
 				}
 			}
 			assert.True(t, found, "no approval record for the confirmation")

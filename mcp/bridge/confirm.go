@@ -48,10 +48,10 @@ type TrustFlow interface {
 
 // ConfirmationRecorder is what a TrustFlow may also do: record, durably
 // and before the action runs, that a person confirmed a through the MCP
-// client (named client) — the audit log's approval record of the
-// confirmation. An error keeps the action from running.
+// client (named client) before token runs it — the audit log's approval
+// record of the confirmation. An error keeps the action from running.
 type ConfirmationRecorder interface {
-	RecordConfirmation(ctx context.Context, a action.Action, client string) (approvalID string, err error)
+	RecordConfirmation(ctx context.Context, a action.Action, token, client string) (approvalID string, err error)
 }
 
 // WithTrustFlow makes confirmed actions run through f.
@@ -135,7 +135,7 @@ func (s *Server) confirmAndRun(ctx context.Context, req mcpgo.CallToolRequest, a
 			Message: fmt.Sprintf("%s was not run: the person %s the confirmation", a.Name, how)})), nil
 	}
 	if rec, ok := s.flow.(ConfirmationRecorder); ok && s.flow != nil {
-		if _, err := rec.RecordConfirmation(ctx, a, clientName(ctx)); err != nil {
+		if _, err := rec.RecordConfirmation(ctx, a, token, clientName(ctx)); err != nil {
 			return toolResult(flowRefusal(a, err)), nil
 		}
 	}
