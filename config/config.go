@@ -112,14 +112,11 @@ type MCPBridgeConfig struct {
 	TrustedActions []string `yaml:"trusted-actions" validate:"dive,required"`
 	// ApprovalWaitSeconds is how long a call that waits for a person's
 	// approval (a rule asked) holds its answer for the decision before
-	// it answers needs_confirmation with the approval's id; calling the
+	// it answers needs_confirmation with the approval's id (and
+	// harness.approvals.console-url, where to decide it); calling the
 	// tool again with the same arguments waits again, and runs once
 	// approved. Default 20; 0 answers at once.
 	ApprovalWaitSeconds *int `yaml:"approval-wait-seconds" validate:"omitempty,gte=0,lte=600"`
-	// ConsoleURL is where a person decides approvals (the /console/ of a
-	// harness serve that shares harness.trusted.store), named in the
-	// message of a call that waits; empty: the message names the route.
-	ConsoleURL string `yaml:"console-url" validate:"omitempty,url"`
 }
 
 // DefaultApprovalWaitSeconds is harness.mcp.bridge.approval-wait-seconds'

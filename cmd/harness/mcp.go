@@ -66,7 +66,7 @@ func mcpCmd(ctx context.Context, args []string, s stdio) int {
 	// same audit log: exactly what was previewed, on the files as they were
 	// previewed.
 	srv, err := bridge.NewServer(e.H, cfg, bridge.WithLogger(e.Log), bridge.WithTrustFlow(trustFlow{e.P.Trusted}),
-		bridge.WithApprovals(trustFlow{e.P.Trusted}, cfg.Harness.MCP.Bridge.ApprovalWait(), cfg.Harness.MCP.Bridge.ConsoleURL))
+		bridge.WithApprovals(trustFlow{e.P.Trusted}, cfg.Harness.MCP.Bridge.ApprovalWait(), cfg.Harness.Approvals.ConsoleURL))
 	if err != nil {
 		fmt.Fprintf(s.err, "harness mcp: %v\n", err)
 		return exitUsage
