@@ -10,16 +10,13 @@ import (
 
 	"github.com/harness-runtime/harness/action"
 	"github.com/harness-runtime/harness/config"
+	"github.com/harness-runtime/harness/internal/testkit"
 	"github.com/harness-runtime/harness/pipeline"
 )
 
 // home gives the test a home, state and config directory of its own.
 func home(t *testing.T) string {
-	h := t.TempDir()
-	t.Setenv("HOME", h)
-	t.Setenv("XDG_STATE_HOME", filepath.Join(h, "state"))
-	t.Setenv("XDG_CONFIG_HOME", filepath.Join(h, "config"))
-	return h
+	return testkit.Home(t)
 }
 
 func TestOpenOnDefaultsWritesNothingInTheRootAndKeysTheChain(t *testing.T) {

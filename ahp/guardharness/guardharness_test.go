@@ -15,6 +15,7 @@ import (
 
 	"github.com/harness-runtime/harness/ahp"
 	"github.com/harness-runtime/harness/config"
+	"github.com/harness-runtime/harness/internal/testkit"
 	"github.com/harness-runtime/harness/pipeline"
 )
 
@@ -28,10 +29,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, extra string, allowUnknown bool) *fixture {
 	t.Helper()
-	dir := t.TempDir()
-	t.Setenv("HOME", dir)
-	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
-	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
+	dir := testkit.Home(t)
 	root := filepath.Join(dir, "root")
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "src"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "README.md"), []byte("hello\n"), 0o644))

@@ -21,6 +21,7 @@ import (
 	"github.com/harness-runtime/harness/action"
 	"github.com/harness-runtime/harness/ahp"
 	"github.com/harness-runtime/harness/config"
+	"github.com/harness-runtime/harness/internal/testkit"
 	"github.com/harness-runtime/harness/pipeline"
 )
 
@@ -103,10 +104,7 @@ func shortDir(t *testing.T) string {
 // supervisor is given in YAML, with rm allowed (the sandbox confines it).
 func open(t *testing.T, supervisorYAML string) (*pipeline.Pipeline, string) {
 	t.Helper()
-	dir := t.TempDir()
-	t.Setenv("HOME", dir)
-	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
-	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
+	dir := testkit.Home(t)
 	root := filepath.Join(dir, "root")
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "victim"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "victim", "f"), []byte("x\n"), 0o644))

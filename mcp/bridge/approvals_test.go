@@ -16,6 +16,7 @@ import (
 
 	"github.com/harness-runtime/harness/action"
 	"github.com/harness-runtime/harness/config"
+	"github.com/harness-runtime/harness/internal/testkit"
 	"github.com/harness-runtime/harness/mcp/bridge"
 	"github.com/harness-runtime/harness/pipeline"
 	"github.com/harness-runtime/harness/trusted"
@@ -32,10 +33,7 @@ func (f awaitFlow) Await(ctx context.Context, id string) (action.Observation, er
 // client without elicitation, the bridge waiting wait for decisions.
 func approvalBridge(t *testing.T, wait time.Duration) (*mcpclient.Client, *trusted.Service, string) {
 	t.Helper()
-	dir := t.TempDir()
-	t.Setenv("HOME", dir)
-	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
-	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
+	dir := testkit.Home(t)
 	root := filepath.Join(dir, "root")
 	require.NoError(t, os.MkdirAll(root, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "a.txt"), []byte("one\n"), 0o644))
@@ -172,10 +170,7 @@ func (acceptAll) Elicit(context.Context, mcpgo.ElicitationRequest) (*mcpgo.Elici
 func TestBridgeElicitationConfirmationIsAnApprovalRecord(t *testing.T) {
 	for _, fail := range []bool{false, true} {
 		t.Run(map[bool]string{false: "recorded", true: "record fails"}[fail], func(t *testing.T) {
-			dir := t.TempDir()
-			t.Setenv("HOME", dir)
-			t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
-			t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
+			dir := testkit.Home(t)
 			root := filepath.Join(dir, "root")
 			require.NoError(t, os.MkdirAll(root, 0o755))
 			require.NoError(t, os.WriteFile(filepath.Join(root, "a.txt"), []byte("one\n"), 0o644))
