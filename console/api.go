@@ -28,30 +28,6 @@ const (
 	codeTooLarge     = "too_large"
 )
 
-type errorBody struct {
-	Error struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
-func writeError(w http.ResponseWriter, status int, code, msg string) {
-	var b errorBody
-	b.Error.Code, b.Error.Message = code, msg
-	writeJSON(w, status, b)
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		status = http.StatusInternalServerError
-		data = []byte(`{"error":{"code":"internal","message":"response is not encodable"}}`)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(data, '\n'))
-}
-
 // inert returns v as JSON-ready data whose every string (object keys
 // included) went through sanitize.Inert, so that nothing the action
 // carries can disguise itself on the page, whatever the page does with it.
@@ -151,17 +127,17 @@ func (c *Console) authed(h func(http.ResponseWriter, *http.Request, session)) ht
 	return func(w http.ResponseWriter, r *http.Request) {
 		if unsafe(r.Method) {
 			if err := c.cop.Check(r); err != nil {
-				writeError(w, http.StatusForbidden, codeCrossOrigin, "cross-origin request refused")
+				trusted.WriteError(w, http.StatusForbidden, codeCrossOrigin, "cross-origin request refused")
 				return
 			}
 		}
 		s, _, ok := c.current(r)
 		if !ok {
-			writeError(w, http.StatusUnauthorized, codeUnauthorized, "sign in first")
+			trusted.WriteError(w, http.StatusUnauthorized, codeUnauthorized, "sign in first")
 			return
 		}
 		if unsafe(r.Method) && !sameToken(r.Header.Get(csrfHeader), s.csrf) {
-			writeError(w, http.StatusForbidden, codeCSRF, "missing or wrong CSRF token")
+			trusted.WriteError(w, http.StatusForbidden, codeCSRF, "missing or wrong CSRF token")
 			return
 		}
 		h(w, r, s)
@@ -188,7 +164,7 @@ func info(s session) sessionInfo {
 // to a login cookie set here).
 func (c *Console) getSession(w http.ResponseWriter, r *http.Request) {
 	if s, _, ok := c.current(r); ok {
-		writeJSON(w, http.StatusOK, info(s))
+		trusted.WriteJSON(w, http.StatusOK, info(s))
 		return
 	}
 	v := ""
@@ -198,14 +174,14 @@ func (c *Console) getSession(w http.ResponseWriter, r *http.Request) {
 		v = randomHex(32)
 		c.setCookie(w, r, loginCookie, v, 3600)
 	}
-	writeJSON(w, http.StatusOK, sessionInfo{CSRF: c.sessions.loginCSRF(v)})
+	trusted.WriteJSON(w, http.StatusOK, sessionInfo{CSRF: c.sessions.loginCSRF(v)})
 }
 
 // signIn exchanges an API key that allows agent:approve for a session
 // cookie. The body is JSON {"key"} or a form with "key" and "csrf".
 func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	if err := c.cop.Check(r); err != nil {
-		writeError(w, http.StatusForbidden, codeCrossOrigin, "cross-origin request refused")
+		trusted.WriteError(w, http.StatusForbidden, codeCrossOrigin, "cross-origin request refused")
 		return
 	}
 	var key, formCSRF string
@@ -227,29 +203,29 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		}
 		key, formCSRF = r.PostForm.Get("key"), r.PostForm.Get("csrf")
 	default:
-		writeError(w, http.StatusUnsupportedMediaType, string(action.CodeInvalidInput), "send JSON or a form")
+		trusted.WriteError(w, http.StatusUnsupportedMediaType, string(action.CodeInvalidInput), "send JSON or a form")
 		return
 	}
 	ck, err := r.Cookie(loginCookie)
 	if err != nil || !sameToken(csrfToken(r, formCSRF), c.sessions.loginCSRF(ck.Value)) {
-		writeError(w, http.StatusForbidden, codeCSRF, "missing or wrong CSRF token: reload the page")
+		trusted.WriteError(w, http.StatusForbidden, codeCSRF, "missing or wrong CSRF token: reload the page")
 		return
 	}
 	k := c.keys.Authenticate(strings.TrimSpace(key))
 	if k == nil {
-		writeError(w, http.StatusUnauthorized, codeUnauthorized, "unknown API key")
+		trusted.WriteError(w, http.StatusUnauthorized, codeUnauthorized, "unknown API key")
 		return
 	}
 	if !k.Allows(trusted.PermApprove) {
 		c.log.Info("console: sign-in refused: the key does not allow agent:approve", "principal", k.Principal.Name)
-		writeError(w, http.StatusForbidden, codeForbidden, "this key does not allow agent:approve")
+		trusted.WriteError(w, http.StatusForbidden, codeForbidden, "this key does not allow agent:approve")
 		return
 	}
 	id, s := c.sessions.create(k.Principal, k.Allows(trusted.PermAudit))
 	c.setCookie(w, r, sessionCookie, id, int(s.expires.Sub(s.created).Seconds()))
 	c.setCookie(w, r, loginCookie, "", -1)
 	c.log.Info("console: signed in", "principal", k.Principal.Name, "tenant", k.Principal.Tenant)
-	writeJSON(w, http.StatusOK, info(s))
+	trusted.WriteJSON(w, http.StatusOK, info(s))
 }
 
 // signOut ends the session.
@@ -259,7 +235,7 @@ func (c *Console) signOut(w http.ResponseWriter, r *http.Request) {
 		c.sessions.remove(id)
 		c.setCookie(w, r, sessionCookie, "", -1)
 		c.log.Info("console: signed out", "principal", s.principal.Name)
-		writeJSON(w, http.StatusOK, sessionInfo{})
+		trusted.WriteJSON(w, http.StatusOK, sessionInfo{})
 	})(w, r)
 }
 
@@ -271,7 +247,7 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 		return false
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		writeError(w, http.StatusBadRequest, string(action.CodeInvalidInput), "one JSON object expected")
+		trusted.WriteError(w, http.StatusBadRequest, string(action.CodeInvalidInput), "one JSON object expected")
 		return false
 	}
 	return true
@@ -280,10 +256,10 @@ func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 func bodyError(w http.ResponseWriter, err error) {
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
-		writeError(w, http.StatusRequestEntityTooLarge, codeTooLarge, "request body too large")
+		trusted.WriteError(w, http.StatusRequestEntityTooLarge, codeTooLarge, "request body too large")
 		return
 	}
-	writeError(w, http.StatusBadRequest, string(action.CodeInvalidInput), "bad request body: "+err.Error())
+	trusted.WriteError(w, http.StatusBadRequest, string(action.CodeInvalidInput), "bad request body: "+err.Error())
 }
 
 // visible reports whether s may see an approval of tenant: a key bound to
@@ -304,7 +280,7 @@ func (c *Console) listApprovals(w http.ResponseWriter, r *http.Request, s sessio
 	}
 	status, ok := statuses[q]
 	if !ok {
-		writeError(w, http.StatusBadRequest, string(action.CodeInvalidInput), "status: pending, approved, denied, expired or all")
+		trusted.WriteError(w, http.StatusBadRequest, string(action.CodeInvalidInput), "status: pending, approved, denied, expired or all")
 		return
 	}
 	list, err := c.approvals.ListApprovals(r.Context(), status)
@@ -324,7 +300,7 @@ func (c *Console) listApprovals(w http.ResponseWriter, r *http.Request, s sessio
 		}
 		out = append(out, v)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"approvals": out})
+	trusted.WriteJSON(w, http.StatusOK, map[string]any{"approvals": out})
 }
 
 // validID bounds what is passed on as an approval's or session's id.
@@ -344,7 +320,7 @@ func validID(id string) bool {
 func (c *Console) lookup(w http.ResponseWriter, r *http.Request, s session) (trusted.ApprovalView, bool) {
 	id := r.PathValue("id")
 	if !validID(id) {
-		writeError(w, http.StatusNotFound, string(action.CodeNotFound), "no such approval")
+		trusted.WriteError(w, http.StatusNotFound, string(action.CodeNotFound), "no such approval")
 		return trusted.ApprovalView{}, false
 	}
 	a, err := c.approvals.GetApproval(r.Context(), id)
@@ -353,7 +329,7 @@ func (c *Console) lookup(w http.ResponseWriter, r *http.Request, s session) (tru
 		return trusted.ApprovalView{}, false
 	}
 	if !visible(s, a.Tenant) {
-		writeError(w, http.StatusNotFound, string(action.CodeNotFound), "no such approval")
+		trusted.WriteError(w, http.StatusNotFound, string(action.CodeNotFound), "no such approval")
 		return trusted.ApprovalView{}, false
 	}
 	return a, true
@@ -380,7 +356,7 @@ func (c *Console) writeView(w http.ResponseWriter, a trusted.ApprovalView) {
 		c.serviceError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, v)
+	trusted.WriteJSON(w, http.StatusOK, v)
 }
 
 // decide approves or denies. The body is {"scope": "once" | "session",
@@ -393,25 +369,25 @@ func (c *Console) decide(approve bool) func(http.ResponseWriter, *http.Request, 
 			Reason string `json:"reason"`
 		}
 		if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/json" {
-			writeError(w, http.StatusUnsupportedMediaType, string(action.CodeInvalidInput), "send JSON")
+			trusted.WriteError(w, http.StatusUnsupportedMediaType, string(action.CodeInvalidInput), "send JSON")
 			return
 		}
 		if !readJSON(w, r, &body) {
 			return
 		}
 		if len(body.Reason) > MaxReasonBytes {
-			writeError(w, http.StatusBadRequest, string(action.CodeInvalidInput),
+			trusted.WriteError(w, http.StatusBadRequest, string(action.CodeInvalidInput),
 				"reason: at most "+strconv.Itoa(MaxReasonBytes)+" bytes")
 			return
 		}
 		switch {
 		case !approve && body.Scope != "":
-			writeError(w, http.StatusBadRequest, string(action.CodeInvalidInput), "a denial has no scope")
+			trusted.WriteError(w, http.StatusBadRequest, string(action.CodeInvalidInput), "a denial has no scope")
 			return
 		case approve && body.Scope == "":
 			body.Scope = "once"
 		case approve && body.Scope != "once" && body.Scope != "session":
-			writeError(w, http.StatusBadRequest, string(action.CodeInvalidInput), `scope: "once" or "session"`)
+			trusted.WriteError(w, http.StatusBadRequest, string(action.CodeInvalidInput), `scope: "once" or "session"`)
 			return
 		}
 		a, ok := c.lookup(w, r, s)
@@ -438,11 +414,11 @@ const maxReplayPages = 20
 func (c *Console) sessionEvents(w http.ResponseWriter, r *http.Request, s session) {
 	id := r.PathValue("id")
 	if !validID(id) {
-		writeError(w, http.StatusNotFound, string(action.CodeNotFound), "no such session")
+		trusted.WriteError(w, http.StatusNotFound, string(action.CodeNotFound), "no such session")
 		return
 	}
 	if c.replay == nil {
-		writeJSON(w, http.StatusOK, map[string]any{"events": []any{}, "next": ""})
+		trusted.WriteJSON(w, http.StatusOK, map[string]any{"events": []any{}, "next": ""})
 		return
 	}
 	if !s.audit {
@@ -459,7 +435,7 @@ func (c *Console) sessionEvents(w http.ResponseWriter, r *http.Request, s sessio
 			}
 		}
 		if !seen {
-			writeError(w, http.StatusNotFound, string(action.CodeNotFound), "no approval of yours belongs to this session")
+			trusted.WriteError(w, http.StatusNotFound, string(action.CodeNotFound), "no approval of yours belongs to this session")
 			return
 		}
 	}
@@ -467,7 +443,7 @@ func (c *Console) sessionEvents(w http.ResponseWriter, r *http.Request, s sessio
 	if l := r.URL.Query().Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > audit.MaxReplayLimit {
-			writeError(w, http.StatusBadRequest, string(action.CodeInvalidInput), "limit: 1 to "+strconv.Itoa(audit.MaxReplayLimit))
+			trusted.WriteError(w, http.StatusBadRequest, string(action.CodeInvalidInput), "limit: 1 to "+strconv.Itoa(audit.MaxReplayLimit))
 			return
 		}
 		q.Limit = n
@@ -475,7 +451,7 @@ func (c *Console) sessionEvents(w http.ResponseWriter, r *http.Request, s sessio
 	if a := r.URL.Query().Get("after"); a != "" {
 		n, err := strconv.ParseUint(a, 10, 64)
 		if err != nil {
-			writeError(w, http.StatusBadRequest, string(action.CodeInvalidInput), "after: a cursor from next")
+			trusted.WriteError(w, http.StatusBadRequest, string(action.CodeInvalidInput), "after: a cursor from next")
 			return
 		}
 		q.After = n
@@ -489,7 +465,7 @@ func (c *Console) sessionEvents(w http.ResponseWriter, r *http.Request, s sessio
 		page, err := c.replay.Replay(r.Context(), q)
 		if err != nil {
 			if errors.Is(err, audit.ErrBadQuery) {
-				writeError(w, http.StatusBadRequest, string(action.CodeInvalidInput), "bad session id")
+				trusted.WriteError(w, http.StatusBadRequest, string(action.CodeInvalidInput), "bad session id")
 				return
 			}
 			c.serviceError(w, err)
@@ -516,7 +492,7 @@ func (c *Console) sessionEvents(w http.ResponseWriter, r *http.Request, s sessio
 	if q.After != 0 {
 		next = strconv.FormatUint(q.After, 10)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"events": events, "next": next})
+	trusted.WriteJSON(w, http.StatusOK, map[string]any{"events": events, "next": next})
 }
 
 // serviceError answers an error of the approvals service or the replay
@@ -526,15 +502,15 @@ func (c *Console) serviceError(w http.ResponseWriter, err error) {
 	msg := sanitize.Inert(action.MessageOf(err))
 	switch code {
 	case action.CodeNotFound:
-		writeError(w, http.StatusNotFound, string(code), msg)
+		trusted.WriteError(w, http.StatusNotFound, string(code), msg)
 	case action.CodeInvalidInput:
-		writeError(w, http.StatusBadRequest, string(code), msg)
+		trusted.WriteError(w, http.StatusBadRequest, string(code), msg)
 	case trusted.CodeSelfApproval, action.CodeTenantNotAllowed:
-		writeError(w, http.StatusForbidden, string(code), msg)
+		trusted.WriteError(w, http.StatusForbidden, string(code), msg)
 	case action.CodeApprovalDenied, action.CodeApprovalExpired, trusted.CodeAlreadyDecided:
-		writeError(w, http.StatusConflict, string(code), msg)
+		trusted.WriteError(w, http.StatusConflict, string(code), msg)
 	default:
 		c.log.Error("console: approvals service failed", "err", err)
-		writeError(w, http.StatusInternalServerError, string(action.CodeInternal), "internal error")
+		trusted.WriteError(w, http.StatusInternalServerError, string(action.CodeInternal), "internal error")
 	}
 }

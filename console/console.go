@@ -162,14 +162,14 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("POST /console/api/approvals/{id}/deny", c.authed(c.decide(false)))
 	c.mux.HandleFunc("GET /console/api/sessions/{id}/events", c.authed(c.sessionEvents))
 	c.mux.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "not_found", "no such page")
+		trusted.WriteError(w, http.StatusNotFound, "not_found", "no such page")
 	})
 }
 
 func (c *Console) page(w http.ResponseWriter, r *http.Request) {
 	data, err := staticFiles.ReadFile("static/index.html")
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "internal", "page missing")
+		trusted.WriteError(w, http.StatusInternalServerError, "internal", "page missing")
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -186,12 +186,12 @@ func (c *Console) asset(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	ctype, ok := assets[name]
 	if !ok {
-		writeError(w, http.StatusNotFound, "not_found", "no such file")
+		trusted.WriteError(w, http.StatusNotFound, "not_found", "no such file")
 		return
 	}
 	data, err := staticFiles.ReadFile("static/" + name)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "internal", "file missing")
+		trusted.WriteError(w, http.StatusInternalServerError, "internal", "file missing")
 		return
 	}
 	w.Header().Set("Content-Type", ctype)

@@ -62,7 +62,7 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request, k *Key) {
 			out = append(out, v)
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"approvals": out})
+	WriteJSON(w, http.StatusOK, map[string]any{"approvals": out})
 }
 
 // getApproval answers the requester and approvers: the approval, after
@@ -75,7 +75,7 @@ func (s *Server) getApproval(w http.ResponseWriter, r *http.Request, k *Key) {
 	if q := r.URL.Query().Get("wait"); q != "" {
 		n, err := strconv.ParseFloat(q, 64)
 		if err != nil || n < 0 || n != n {
-			writeError(w, http.StatusBadRequest, string(action.CodeInvalidInput), "wait: a number of seconds, 0 to "+strconv.Itoa(int(MaxApprovalWait/time.Second)))
+			WriteError(w, http.StatusBadRequest, string(action.CodeInvalidInput), "wait: a number of seconds, 0 to "+strconv.Itoa(int(MaxApprovalWait/time.Second)))
 			return
 		}
 		wait = time.Duration(min(n, MaxApprovalWait.Seconds()) * float64(time.Second))
@@ -88,7 +88,7 @@ func (s *Server) getApproval(w http.ResponseWriter, r *http.Request, k *Key) {
 	}
 	mine := isRequester(k.Principal, v.Principal, v.Tenant)
 	if !mine && !(k.Allows(PermApprove) && visibleTo(k, v.Tenant)) {
-		writeError(w, http.StatusNotFound, string(action.CodeNotFound), "no such approval")
+		WriteError(w, http.StatusNotFound, string(action.CodeNotFound), "no such approval")
 		return
 	}
 	if v.Status == ApprovalPending && wait > 0 {
@@ -112,7 +112,7 @@ func (s *Server) getApproval(w http.ResponseWriter, r *http.Request, k *Key) {
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, v)
+	WriteJSON(w, http.StatusOK, v)
 }
 
 // decideApproval approves or denies; body {"scope": "once"|"session",
@@ -127,10 +127,10 @@ func (s *Server) decideApproval(approve bool) keyHandler {
 		if err != nil {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
-				writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, "request body too large")
+				WriteError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, "request body too large")
 				return
 			}
-			writeError(w, http.StatusBadRequest, CodeInvalidJSON, "cannot read the request body")
+			WriteError(w, http.StatusBadRequest, CodeInvalidJSON, "cannot read the request body")
 			return
 		}
 		if len(bytes.TrimSpace(raw)) > 0 {
@@ -141,13 +141,13 @@ func (s *Server) decideApproval(approve bool) keyHandler {
 				return
 			}
 			if _, err := dec.Token(); err != io.EOF {
-				writeError(w, http.StatusBadRequest, CodeInvalidJSON, "trailing data after the JSON object")
+				WriteError(w, http.StatusBadRequest, CodeInvalidJSON, "trailing data after the JSON object")
 				return
 			}
 		}
 		id := r.PathValue("id")
 		if cur, err := s.svc.GetApproval(r.Context(), id); err == nil && !visibleTo(k, cur.Tenant) {
-			writeError(w, http.StatusNotFound, string(action.CodeNotFound), "no such approval")
+			WriteError(w, http.StatusNotFound, string(action.CodeNotFound), "no such approval")
 			return
 		}
 		v, err := s.svc.DecideApproval(r.Context(), id, k.Principal,
@@ -156,6 +156,6 @@ func (s *Server) decideApproval(approve bool) keyHandler {
 			s.writeActionError(w, err, approvalStatus)
 			return
 		}
-		writeJSON(w, http.StatusOK, v)
+		WriteJSON(w, http.StatusOK, v)
 	}
 }

@@ -84,12 +84,12 @@ func checkID(what, id string) error {
 func (s *Server) replayEvents(src EventSource, kind string) keyHandler {
 	return func(w http.ResponseWriter, r *http.Request, k *Key) {
 		if src.Replay == nil {
-			writeError(w, http.StatusNotFound, string(action.CodeNotFound), "this server has no audit log to replay")
+			WriteError(w, http.StatusNotFound, string(action.CodeNotFound), "this server has no audit log to replay")
 			return
 		}
 		id := r.PathValue("id")
 		if err := checkID(kind+" id", id); err != nil {
-			writeError(w, http.StatusBadRequest, string(action.CodeInvalidInput), err.Error())
+			WriteError(w, http.StatusBadRequest, string(action.CodeInvalidInput), err.Error())
 			return
 		}
 		q := audit.Query{Tenant: k.Principal.Tenant, Limit: audit.DefaultReplayLimit}
@@ -102,7 +102,7 @@ func (s *Server) replayEvents(src EventSource, kind string) keyHandler {
 		if a := v.Get("after"); a != "" {
 			n, err := strconv.ParseUint(a, 10, 64)
 			if err != nil {
-				writeError(w, http.StatusBadRequest, string(action.CodeInvalidInput), "after: a cursor (the next of a previous page), 0 or more")
+				WriteError(w, http.StatusBadRequest, string(action.CodeInvalidInput), "after: a cursor (the next of a previous page), 0 or more")
 				return
 			}
 			q.After = n
@@ -110,7 +110,7 @@ func (s *Server) replayEvents(src EventSource, kind string) keyHandler {
 		if l := v.Get("limit"); l != "" {
 			n, err := strconv.Atoi(l)
 			if err != nil || n < 1 || n > audit.MaxReplayLimit {
-				writeError(w, http.StatusBadRequest, string(action.CodeInvalidInput), fmt.Sprintf("limit: 1 to %d", audit.MaxReplayLimit))
+				WriteError(w, http.StatusBadRequest, string(action.CodeInvalidInput), fmt.Sprintf("limit: 1 to %d", audit.MaxReplayLimit))
 				return
 			}
 			q.Limit = n
@@ -121,22 +121,22 @@ func (s *Server) replayEvents(src EventSource, kind string) keyHandler {
 		case r.Context().Err() != nil:
 			return // the client went away
 		case errors.Is(err, audit.ErrBadQuery):
-			writeError(w, http.StatusBadRequest, string(action.CodeInvalidInput), err.Error())
+			WriteError(w, http.StatusBadRequest, string(action.CodeInvalidInput), err.Error())
 			return
 		case errors.Is(err, audit.ErrNoReplayColumns):
 			s.log.Error("http: replay unavailable", "err", err)
-			writeError(w, http.StatusServiceUnavailable, CodeNotReady, "the audit table cannot be replayed until its owner opens it once")
+			WriteError(w, http.StatusServiceUnavailable, CodeNotReady, "the audit table cannot be replayed until its owner opens it once")
 			return
 		default:
 			s.log.Error("http: replay failed", "err", err)
-			writeError(w, http.StatusInternalServerError, string(action.CodeInternal), "internal error")
+			WriteError(w, http.StatusInternalServerError, string(action.CodeInternal), "internal error")
 			return
 		}
 		out := eventsPage{Events: page.Events, Next: page.Next}
 		if out.Events == nil {
 			out.Events = []audit.Record{}
 		}
-		writeJSON(w, http.StatusOK, out)
+		WriteJSON(w, http.StatusOK, out)
 	}
 }
 
@@ -150,7 +150,7 @@ func (s *Server) replayEvents(src EventSource, kind string) keyHandler {
 func (s *Server) streamEvents(src EventSource) keyHandler {
 	return func(w http.ResponseWriter, r *http.Request, k *Key) {
 		if src.Hub == nil {
-			writeError(w, http.StatusNotFound, string(action.CodeNotFound), "this server publishes no live events")
+			WriteError(w, http.StatusNotFound, string(action.CodeNotFound), "this server publishes no live events")
 			return
 		}
 		v := r.URL.Query()
@@ -160,7 +160,7 @@ func (s *Server) streamEvents(src EventSource) keyHandler {
 				continue
 			}
 			if err := checkID(name, id); err != nil {
-				writeError(w, http.StatusBadRequest, string(action.CodeInvalidInput), err.Error())
+				WriteError(w, http.StatusBadRequest, string(action.CodeInvalidInput), err.Error())
 				return
 			}
 		}
@@ -168,10 +168,10 @@ func (s *Server) streamEvents(src EventSource) keyHandler {
 		switch {
 		case errors.Is(err, audit.ErrHubFull):
 			w.Header().Set("Retry-After", "5")
-			writeError(w, http.StatusTooManyRequests, CodeRateLimited, "too many live event streams; retry")
+			WriteError(w, http.StatusTooManyRequests, CodeRateLimited, "too many live event streams; retry")
 			return
 		case err != nil:
-			writeError(w, http.StatusServiceUnavailable, CodeNotReady, "live events are closed")
+			WriteError(w, http.StatusServiceUnavailable, CodeNotReady, "live events are closed")
 			return
 		}
 		defer sub.Close()

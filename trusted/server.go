@@ -127,7 +127,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	s.handle("GET", "/metrics", "", false, public(s.metrics.Handler().ServeHTTP))
 	s.handle("GET", "/openapi.json", "", false, public(s.getOpenAPI))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, string(action.CodeNotFound), "no such route")
+		WriteError(w, http.StatusNotFound, string(action.CodeNotFound), "no such route")
 	})
 	return s, nil
 }
@@ -158,7 +158,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			s.log.Error("http: handler panicked", "route", rec.route, "panic", fmt.Sprint(p))
 			if !rec.wrote {
-				writeError(rec, http.StatusInternalServerError, string(action.CodeInternal), "internal error")
+				WriteError(rec, http.StatusInternalServerError, string(action.CodeInternal), "internal error")
 			}
 		}
 		code := strconv.Itoa(rec.status)
@@ -172,7 +172,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p := r.URL.Path; p == "" || p[0] != '/' || path.Clean(p) != p && path.Clean(p)+"/" != p {
 		// The mux would answer an unclean path ("/v1/actions/execute/.")
 		// with a redirect; an API answers it as the route it is not.
-		writeError(rec, http.StatusNotFound, string(action.CodeNotFound), "no such route")
+		WriteError(rec, http.StatusNotFound, string(action.CodeNotFound), "no such route")
 		return
 	}
 	s.mux.ServeHTTP(rec, r)
@@ -227,27 +227,27 @@ func (s *Server) handle(method, pattern string, perm Permission, limited bool, h
 			key = s.keys.Authenticate(bearer(r))
 			if key == nil {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="harness"`)
-				writeError(w, http.StatusUnauthorized, CodeUnauthorized, "missing or invalid bearer token")
+				WriteError(w, http.StatusUnauthorized, CodeUnauthorized, "missing or invalid bearer token")
 				return
 			}
 			if rec != nil {
 				rec.principal = key.Principal.Name
 			}
 			if perm != permAnyKey && !key.Allows(perm) {
-				writeError(w, http.StatusForbidden, CodeForbidden, "principal "+key.Principal.Name+" lacks the "+string(perm)+" permission")
+				WriteError(w, http.StatusForbidden, CodeForbidden, "principal "+key.Principal.Name+" lacks the "+string(perm)+" permission")
 				return
 			}
 		}
 		if r.Method != method && !(method == "GET" && r.Method == "HEAD") {
 			w.Header().Set("Allow", method)
-			writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, "use "+method+" on this route")
+			WriteError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, "use "+method+" on this route")
 			return
 		}
 		if r.ContentLength > s.maxBody {
 			// Answer on the headers alone and close: reading (or draining)
 			// a body we refuse is work for the sender, not for us.
 			w.Header().Set("Connection", "close")
-			writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("request body exceeds %d bytes", s.maxBody))
+			WriteError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("request body exceeds %d bytes", s.maxBody))
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
@@ -257,7 +257,7 @@ func (s *Server) handle(method, pattern string, perm Permission, limited bool, h
 				defer func() { <-s.inflight }()
 			default:
 				w.Header().Set("Retry-After", "1")
-				writeError(w, http.StatusTooManyRequests, CodeRateLimited, "too many requests in flight; retry")
+				WriteError(w, http.StatusTooManyRequests, CodeRateLimited, "too many requests in flight; retry")
 				return
 			}
 		}
@@ -278,13 +278,17 @@ type errorBody struct {
 	} `json:"error"`
 }
 
-func writeError(w http.ResponseWriter, status int, code, msg string) {
+// WriteError answers the API's error body {"error": {"code", "message"}}
+// with status.
+func WriteError(w http.ResponseWriter, status int, code, msg string) {
 	var b errorBody
 	b.Error.Code, b.Error.Message = code, msg
-	writeJSON(w, status, b)
+	WriteJSON(w, status, b)
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// WriteJSON answers v as JSON with status, never cached; a v that cannot
+// be encoded is answered as an internal error.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
 	data, err := json.Marshal(v)
 	if err != nil {
 		status = http.StatusInternalServerError
@@ -306,10 +310,10 @@ func (s *Server) decodeAction(w http.ResponseWriter, r *http.Request) (action.Ac
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			w.Header().Set("Connection", "close")
-			writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("request body exceeds %d bytes", s.maxBody))
+			WriteError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("request body exceeds %d bytes", s.maxBody))
 			return a, false
 		}
-		writeError(w, http.StatusBadRequest, CodeInvalidJSON, "cannot read the request body")
+		WriteError(w, http.StatusBadRequest, CodeInvalidJSON, "cannot read the request body")
 		return a, false
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -319,11 +323,11 @@ func (s *Server) decodeAction(w http.ResponseWriter, r *http.Request) (action.Ac
 		return a, false
 	}
 	if dec.More() {
-		writeError(w, http.StatusBadRequest, CodeInvalidJSON, "the body holds more than one JSON value")
+		WriteError(w, http.StatusBadRequest, CodeInvalidJSON, "the body holds more than one JSON value")
 		return a, false
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		writeError(w, http.StatusBadRequest, CodeInvalidJSON, "trailing data after the JSON object")
+		WriteError(w, http.StatusBadRequest, CodeInvalidJSON, "trailing data after the JSON object")
 		return a, false
 	}
 	a.Trusted = false
@@ -339,13 +343,13 @@ func writeDecodeError(w http.ResponseWriter, err error) {
 		if field == "" {
 			field = "body"
 		}
-		writeError(w, http.StatusBadRequest, string(action.CodeInvalidInput), fmt.Sprintf("%s: want %s, got JSON %s", field, ute.Type, ute.Value))
+		WriteError(w, http.StatusBadRequest, string(action.CodeInvalidInput), fmt.Sprintf("%s: want %s, got JSON %s", field, ute.Type, ute.Value))
 	case errors.As(err, &se), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		writeError(w, http.StatusBadRequest, CodeInvalidJSON, "the body is not valid JSON: "+err.Error())
+		WriteError(w, http.StatusBadRequest, CodeInvalidJSON, "the body is not valid JSON: "+err.Error())
 	case strings.HasPrefix(err.Error(), "json: unknown field"):
-		writeError(w, http.StatusBadRequest, string(action.CodeInvalidInput), strings.TrimPrefix(err.Error(), "json: "))
+		WriteError(w, http.StatusBadRequest, string(action.CodeInvalidInput), strings.TrimPrefix(err.Error(), "json: "))
 	default:
-		writeError(w, http.StatusBadRequest, CodeInvalidJSON, "the body is not an Action: "+err.Error())
+		WriteError(w, http.StatusBadRequest, CodeInvalidJSON, "the body is not an Action: "+err.Error())
 	}
 }
 
@@ -357,7 +361,7 @@ func bindTenant(w http.ResponseWriter, k *Key, a *action.Action) bool {
 		return true
 	}
 	if a.Tenant != "" && a.Tenant != t {
-		writeError(w, http.StatusForbidden, string(action.CodeTenantNotAllowed), "principal "+k.Principal.Name+" may not act for tenant "+strconv.Quote(a.Tenant))
+		WriteError(w, http.StatusForbidden, string(action.CodeTenantNotAllowed), "principal "+k.Principal.Name+" may not act for tenant "+strconv.Quote(a.Tenant))
 		return false
 	}
 	a.Tenant = t
@@ -377,7 +381,7 @@ func (s *Server) postAction(w http.ResponseWriter, r *http.Request, k *Key) {
 		s.writeActionError(w, &action.Refusal{Observation: obs}, previewStatus)
 		return
 	}
-	writeJSON(w, http.StatusOK, obs)
+	WriteJSON(w, http.StatusOK, obs)
 }
 
 func (s *Server) postPreview(w http.ResponseWriter, r *http.Request, k *Key) {
@@ -390,7 +394,7 @@ func (s *Server) postPreview(w http.ResponseWriter, r *http.Request, k *Key) {
 		s.writeActionError(w, err, previewStatus)
 		return
 	}
-	writeJSON(w, http.StatusOK, res)
+	WriteJSON(w, http.StatusOK, res)
 }
 
 func (s *Server) postExecute(w http.ResponseWriter, r *http.Request, k *Key) {
@@ -404,7 +408,7 @@ func (s *Server) postExecute(w http.ResponseWriter, r *http.Request, k *Key) {
 		return
 	}
 	s.observe(obs.Action, obs, start)
-	writeJSON(w, http.StatusOK, obs)
+	WriteJSON(w, http.StatusOK, obs)
 }
 
 func (s *Server) observe(name string, obs action.Observation, start time.Time) {
@@ -442,10 +446,10 @@ func (s *Server) writeActionError(w http.ResponseWriter, err error, status func(
 		o := refused.Observation
 		b.Error.Code, b.Error.Message = string(code), msg
 		b.Error.ActionID, b.Error.Decision, b.Error.Approval = o.ActionID, o.Decision, o.Approval
-		writeJSON(w, status(code), b)
+		WriteJSON(w, status(code), b)
 		return
 	}
-	writeError(w, status(code), string(code), msg)
+	WriteError(w, status(code), string(code), msg)
 }
 
 // previewStatus maps a refused preview to its HTTP status, from the code
@@ -458,17 +462,17 @@ func executeStatus(c action.Code) int { return c.HTTPStatus() }
 
 func (s *Server) getSchemas(w http.ResponseWriter, r *http.Request) {
 	list := s.svc.Harness().Registry().List()
-	writeJSON(w, http.StatusOK, map[string]any{"actions": list})
+	WriteJSON(w, http.StatusOK, map[string]any{"actions": list})
 }
 
 func (s *Server) getSchema(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("action")
 	sc, ok := s.svc.Harness().Registry().Lookup(name)
 	if !ok {
-		writeError(w, http.StatusNotFound, string(action.CodeUnknownAction), "no action named "+strconv.Quote(name)+" is registered")
+		WriteError(w, http.StatusNotFound, string(action.CodeUnknownAction), "no action named "+strconv.Quote(name)+" is registered")
 		return
 	}
-	writeJSON(w, http.StatusOK, sc)
+	WriteJSON(w, http.StatusOK, sc)
 }
 
 // getOpenAPI serves the document of the actions registered now.
@@ -476,7 +480,7 @@ func (s *Server) getOpenAPI(w http.ResponseWriter, r *http.Request) {
 	doc, err := s.openapi.get(s.svc.Harness().Registry())
 	if err != nil {
 		s.log.Error("http: openapi document", "err", err)
-		writeError(w, http.StatusInternalServerError, string(action.CodeInternal), "internal error")
+		WriteError(w, http.StatusInternalServerError, string(action.CodeInternal), "internal error")
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -484,7 +488,7 @@ func (s *Server) getOpenAPI(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getHealth(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 func (s *Server) getReady(w http.ResponseWriter, r *http.Request) {
@@ -501,9 +505,9 @@ func (s *Server) getReady(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if !ready {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not_ready", "checks": checks,
+		WriteJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not_ready", "checks": checks,
 			"error": map[string]string{"code": CodeNotReady, "message": "a dependency is unreachable"}})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "checks": checks})
+	WriteJSON(w, http.StatusOK, map[string]any{"status": "ready", "checks": checks})
 }

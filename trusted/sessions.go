@@ -20,22 +20,22 @@ type SessionResetter interface {
 // bound to a tenant, in that tenant only.
 func (s *Server) postSessionReset(w http.ResponseWriter, r *http.Request, k *Key) {
 	if s.sessions == nil {
-		writeError(w, http.StatusNotFound, string(action.CodeNotFound), "this server keeps no governance counters")
+		WriteError(w, http.StatusNotFound, string(action.CodeNotFound), "this server keeps no governance counters")
 		return
 	}
 	id, tenant := r.PathValue("id"), r.URL.Query().Get("tenant")
 	if t := k.Principal.Tenant; t != "" {
 		if tenant != "" && tenant != t {
-			writeError(w, http.StatusForbidden, string(action.CodeTenantNotAllowed), "principal "+k.Principal.Name+" may not act for tenant "+strconv.Quote(tenant))
+			WriteError(w, http.StatusForbidden, string(action.CodeTenantNotAllowed), "principal "+k.Principal.Name+" may not act for tenant "+strconv.Quote(tenant))
 			return
 		}
 		tenant = t
 	}
 	if err := s.sessions.Reset(r.Context(), policy.SessionKey{Tenant: tenant, Session: id}); err != nil {
 		s.log.Error("http: session reset failed", "err", err)
-		writeError(w, http.StatusInternalServerError, string(action.CodeInternal), "internal error")
+		WriteError(w, http.StatusInternalServerError, string(action.CodeInternal), "internal error")
 		return
 	}
 	s.log.Info("governance: session reset", "principal", k.Principal.Name, "tenant", tenant)
-	writeJSON(w, http.StatusOK, map[string]any{"session_id": id, "tenant": tenant, "reset": true})
+	WriteJSON(w, http.StatusOK, map[string]any{"session_id": id, "tenant": tenant, "reset": true})
 }
