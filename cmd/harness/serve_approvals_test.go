@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -85,7 +86,13 @@ func TestServeApprovalsAcrossRedisReplicas(t *testing.T) {
 	a := startServe(t, bin, config("a"))
 	b := startServe(t, bin, config("b"))
 
-	act := map[string]any{"name": "workspace_apply_patch", "input": map[string]any{"path": "a.txt", "content": "one\nTWO\n"}, "session_id": "replicas"}
+	// A session of its own: its governance counters live in the shared
+	// Redis and would otherwise carry over from earlier runs (an identical
+	// action repeated across runs is a repeated_action).
+	var nonce [6]byte
+	_, _ = rand.Read(nonce[:])
+	act := map[string]any{"name": "workspace_apply_patch", "input": map[string]any{"path": "a.txt", "content": "one\nTWO\n"},
+		"session_id": "approvals-replicas-" + hex.EncodeToString(nonce[:])}
 	st, obs := callAs(t, "POST", a.URL+"/v1/actions", apprAgentKey, act)
 	require.Equal(t, 200, st)
 	require.Equal(t, "needs_confirmation", obs["status"], "%v", obs)
@@ -114,7 +121,7 @@ func TestServeApprovalsAcrossRedisReplicas(t *testing.T) {
 
 	st, obs = callAs(t, "POST", b.URL+"/v1/actions/execute/"+tok, apprAgentKey, nil)
 	require.Equal(t, 200, st, "%v", obs)
-	require.Equal(t, "ok", obs["status"])
+	require.Equal(t, "ok", obs["status"], "%v", obs)
 	require.Equal(t, "one\nTWO\n", readFile(t, root, "a.txt"))
 	st, _ = callAs(t, "POST", a.URL+"/v1/actions/execute/"+tok, apprAgentKey, nil)
 	require.Equal(t, 404, st)
