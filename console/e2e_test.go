@@ -42,7 +42,7 @@ type e2eServer struct {
 	audit string
 }
 
-func startE2EServer(t *testing.T) *e2eServer {
+func startE2EServer(t *testing.T, adjust ...func(*config.Config)) *e2eServer {
 	t.Helper()
 	home := t.TempDir()
 	t.Setenv("HOME", home)
@@ -63,6 +63,9 @@ func startE2EServer(t *testing.T) *e2eServer {
 		{Principal: "agent", SHA256: sum(e2eAgent), Permissions: []string{"agent:execute", "agent:trusted"}},
 		{Principal: "reviewer", SHA256: sum(e2eReviewer), Permissions: []string{"agent:approve", "agent:audit"}},
 		{Principal: "selfie", SHA256: sum(e2eSelf), Permissions: []string{"agent:execute", "agent:trusted", "agent:approve"}},
+	}
+	for _, f := range adjust {
+		f(cfg)
 	}
 	if err := cfg.Validate(""); err != nil {
 		t.Fatal(err)
@@ -310,5 +313,50 @@ func TestE2EApproveInBrowserThenExecute(t *testing.T) {
 	w.waitFor("the refusal", func() bool { return strings.Contains(w.text("#decide-msg"), "own") })
 	if _, m := s.call("GET", "/v1/approvals/"+id4, e2eSelf, nil); m["status"] != "pending" {
 		t.Errorf("a self-approval changed the approval: %v", m)
+	}
+}
+
+// An approval nobody decides in time expires: the console refuses to
+// approve it and says so, the agent's poll says expired. An approval
+// whose file changed before the approved action ran is refused as stale
+// (409), the file left as it was changed.
+func TestE2EExpiredAndStale(t *testing.T) {
+	w := startBrowser(t)
+	s := startE2EServer(t, func(c *config.Config) { c.Harness.Approvals.TTLSeconds = 3 })
+
+	late := s.ask(e2eAgent, "b.txt", "late\n", "sess-1")
+	signInBrowser(w, s.url, e2eReviewer)
+	w.click(fmt.Sprintf(`#pending button[data-id=%q]`, late))
+	w.waitText("#d-preview", "late")
+	time.Sleep(3500 * time.Millisecond)
+	w.click("#approve-once")
+	w.waitFor("the expiry shown", func() bool { return strings.Contains(w.text("#decide-msg"), "expired") })
+	if _, m := s.call("GET", "/v1/approvals/"+late, e2eAgent, nil); m["status"] != "expired" || m["token"] != nil {
+		t.Errorf("the agent's poll after expiry: %v", m)
+	}
+	w.waitText("#count", "0")
+	if got := s.file("b.txt"); got != "x\n" {
+		t.Errorf("an expired change reached the disk: %q", got)
+	}
+
+	stale := s.ask(e2eAgent, "a.txt", "one\nSTALE\n", "sess-1")
+	w.click(fmt.Sprintf(`#pending button[data-id=%q]`, stale))
+	w.waitText("#d-preview", "STALE")
+	w.click("#approve-once")
+	w.waitText("#decide-msg", "Approved once.")
+	if err := os.WriteFile(filepath.Join(s.root, "a.txt"), []byte("changed meanwhile\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, m := s.call("GET", "/v1/approvals/"+stale+"?wait=5", e2eAgent, nil)
+	tok, _ := m["token"].(string)
+	if m["status"] != "approved" || tok == "" {
+		t.Fatalf("poll: %v", m)
+	}
+	st, obs := s.call("POST", "/v1/actions/execute/"+tok, e2eAgent, nil)
+	if st != http.StatusConflict {
+		t.Errorf("execute after the file changed: %d %v, want 409", st, obs)
+	}
+	if got := s.file("a.txt"); got != "changed meanwhile\n" {
+		t.Errorf("a.txt is %q", got)
 	}
 }
