@@ -82,13 +82,14 @@
 // Value runs on every action's input and observation summary, where the
 // whole pipeline has a budget of about 5 µs, and under
 // redact-observations every byte a command prints. The rules are a
-// hand-written single pass: a per-byte flag table and a byte-pair bitmap
-// (8 KiB, so both stay in the first-level cache) pick the few positions
-// where a rule can start, a trigger per pair checks the third byte and
-// whether a word boundary is needed, and only then do the pair's
-// fixed-prefix matchers run, with a cached per-class run length; runs of
-// base64 are looked at once, when they end, and most are dismissed by
-// their first decoded bytes. No regular expression runs, clean strings
+// hand-written single pass: a byte-pair table, read eight positions at a
+// time (text uses few pairs, so the part in use stays in the first-level
+// cache), picks the few positions where a rule can start, a trigger per
+// pair checks the third byte and whether a word boundary is needed, and
+// only then do the pair's fixed-prefix matchers run, with a cached
+// per-class run length; runs of base64 are found eight bytes at a time
+// and looked at once, when they end, and most are dismissed by their
+// first decoded bytes. No regular expression runs, clean strings
 // are returned without copying, and hostile input ("sk-sk-sk-…", "a:a:…")
 // stays linear.
 //

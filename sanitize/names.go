@@ -34,6 +34,11 @@ func sensitiveName(name string) bool {
 	if len(name) > 7 && name[:7] == "BUNDLE_" && strings.Contains(name[7:], "__") {
 		return true
 	}
+	return mayNameSecret(name) && secretWords(name)
+}
+
+// secretWords is sensitiveName's word by word test (see there).
+func secretWords(name string) bool {
 	var prevBuf, lastBuf [16]byte
 	var prev, last []byte
 	sumo, secret := false, false
@@ -107,6 +112,41 @@ func sensitiveName(name string) bool {
 	}
 	return false
 }
+
+// mayNameSecret is sensitiveName's quick first test: every way in which
+// secretWords finds a name secret needs one of nameStems in it, in any
+// case (its words are pieces of the name, lower-cased). Most names
+// ("path", "id", "status") have none, and are turned away after one pass
+// over their bytes with a table of three-letter stems.
+func mayNameSecret(name string) bool {
+	// h holds the last three bytes read, five bits each (a letter's
+	// position in the alphabet); before the third byte its top groups are
+	// zero, which no stem has.
+	h := uint16(0)
+	for i := 0; i < len(name); i++ {
+		h = (h<<5 | uint16(name[i]|0x20)&31) & (1<<15 - 1)
+		if stemBits[h>>6]&(1<<(h&63)) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// nameStems are the first three letters of the words that make a name
+// secret in sensitiveName: pass(word), secret, token, auth(orization),
+// key, cred(ential), cookie, sig(nature), bearer, jwt, login (SonarQube)
+// and sumo (Sumo Logic).
+var nameStems = []string{"pas", "sec", "tok", "aut", "key", "cre", "coo", "sig", "bea", "jwt", "log", "sum"}
+
+// stemBits holds the nameStems, five bits a letter (as mayNameSecret
+// hashes the last three bytes it has read).
+var stemBits = func() (t [1 << 9]uint64) {
+	for _, w := range nameStems {
+		h := uint16(w[0]&31)<<10 | uint16(w[1]&31)<<5 | uint16(w[2]&31)
+		t[h>>6] |= 1 << (h & 63)
+	}
+	return t
+}()
 
 // metadataWord: a last word that names something about a secret, not the
 // secret ("secret_name", "password_length", "token_type").

@@ -1,6 +1,10 @@
 package sanitize
 
-import "testing"
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
 
 func TestSensitiveName(t *testing.T) {
 	cases := []struct {
@@ -45,5 +49,54 @@ func TestSensitiveName(t *testing.T) {
 				t.Errorf("sensitiveName(%q) = %v, want %v", tc.name, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestMayNameSecretIsNecessary checks that sensitiveName's quick first
+// test never turns away a name that its word by word test finds secret:
+// every name built from the words that matter, in any case and with any
+// separator, and random names over their letters.
+func TestMayNameSecretIsNecessary(t *testing.T) {
+	words := []string{"pass", "password", "passwd", "passphrase", "secret", "secrets", "token", "apikey",
+		"accesskey", "privatekey", "secretkey", "credential", "credentials", "creds", "cookie", "signature",
+		"auth", "authorization", "bearer", "jwt", "sig", "key", "api", "access", "private", "client",
+		"sonar", "login", "sumo", "accessid", "id", "public", "fake", "x", "2"}
+	cases := []func(string) string{strings.ToLower, strings.ToUpper, func(w string) string {
+		return strings.ToUpper(w[:1]) + w[1:]
+	}}
+	check := func(name string) {
+		if secretWords(name) && !mayNameSecret(name) {
+			t.Fatalf("mayNameSecret(%q) = false, but the name is secret", name)
+		}
+	}
+	found := 0
+	for _, a := range words {
+		for _, b := range words {
+			for _, sep := range []string{"", "_", "-", ".", "__"} {
+				for _, ca := range cases {
+					for _, cb := range cases {
+						name := ca(a) + sep + cb(b)
+						check(name)
+						check("my" + sep + name)
+						if secretWords(name) {
+							found++
+						}
+					}
+				}
+			}
+		}
+	}
+	if found < 1000 {
+		t.Fatalf("only %d secret names built: the test does not exercise the quick test", found)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	const letters = "pasSecrtokenuhyidgbjwlAPKTCo_-0"
+	buf := make([]byte, 14)
+	for range 200000 {
+		n := 1 + rng.IntN(len(buf))
+		for i := range n {
+			buf[i] = letters[rng.IntN(len(letters))]
+		}
+		check(string(buf[:n]))
 	}
 }

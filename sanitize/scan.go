@@ -7,10 +7,10 @@ import (
 	"strings"
 )
 
-// The scanner walks a string once. At each byte a flag table, then a
-// bitmap of byte pairs, then the pair's trigger (which third bytes may
+// The scanner walks a string once. A table of byte pairs, read eight
+// positions at a time, then the pair's trigger (which third bytes may
 // follow, whether a word boundary must precede) decide whether any rule
-// can start here; only then are the pair's matchers run: hand-written ones
+// can start at a byte; only then are the pair's matchers run: hand-written ones
 // (matchRules) and table-driven shapes (shapes.go). No regular expression
 // runs on the hot path. Rules either have a fixed prefix (ghp_, AKIA, eyJ,
 // -----BEGIN …), a mark inside them ("Q~", ".atlasv1."), or a context (a
@@ -218,75 +218,136 @@ func init() {
 
 // next returns the first secret span [start, end) of sc.s with start >=
 // from. It never allocates.
+//
+// The two things that can happen at a byte are looked for apart, each
+// over the text once: a byte pair that can start a rule (pairHits, eight
+// positions at a time), and the end of a run of base64 bytes long enough
+// to check (nextLongRun, whose answer is kept in the scanner). They are
+// handled in the order of the text, a run ending at a byte before a rule
+// starting there.
 func (sc *scanner) next(from int) (start, end int, ok bool) {
 	s := sc.s
 	sc.from = from
-	run := from // start of the current [A-Za-z0-9+/_-] run, -1 if it began before from
-	if from > 0 && class[s[from-1]]&clsB64Any != 0 {
-		run = -1
-	}
-	for i := from; i < len(s); i++ {
-		c := s[i]
-		f := flags[c]
-		if f&flagRun == 0 {
-			if run >= 0 && i-run >= minRunCheck {
-				if a, e := sc.runAt(run, i); e > a {
+	sc.longRunAfter(from)
+	for g := max(from, 0); g < len(s); g += 8 {
+		for hits := pairHits(s, g); hits != 0; hits &= hits - 1 {
+			i := g + bits.TrailingZeros8(hits)
+			for sc.runTo <= i {
+				if a, e := sc.runAt(sc.runFrom, sc.runTo); e > a {
 					return a, e, true
 				}
+				sc.nextLongRun(sc.runTo+1, false)
 			}
-			run = i + 1
-		}
-		if f&flagFirst == 0 || i+1 >= len(s) {
-			continue
-		}
-		p := int(c)<<8 | int(s[i+1])
-		if pairBits[p>>6]&(1<<(p&63)) == 0 {
-			continue
-		}
-		var n3 byte
-		if i+2 < len(s) {
-			n3 = s[i+2]
-		}
-		if t := &trigs[pairTrig[p]]; !t.allows(n3) || t.bound && i > 0 && isWordByte(s[i-1]) {
-			continue
-		}
-		if a, e := sc.find(i); e > a {
-			return a, e, true
+			var n3 byte
+			if i+2 < len(s) {
+				n3 = s[i+2]
+			}
+			if t := &trigs[pairTrig[uint16(s[i])<<8|uint16(s[i+1])]]; !t.allows(n3) || t.bound && i > 0 && isWordByte(s[i-1]) {
+				continue
+			}
+			if a, e := sc.find(i); e > a {
+				return a, e, true
+			}
 		}
 	}
-	if run >= 0 && len(s)-run >= minRunCheck {
-		if a, e := sc.runAt(run, len(s)); e > a {
+	for sc.runTo <= len(s) {
+		if a, e := sc.runAt(sc.runFrom, sc.runTo); e > a {
 			return a, e, true
 		}
+		sc.nextLongRun(sc.runTo+1, false)
 	}
 	return 0, 0, false
 }
 
-// flags and pairBits are the main loop's filters, small enough to stay in
-// the first-level cache: per byte, whether it continues a base64 run and
-// whether a rule can start with it; per byte pair, whether one does.
-var (
-	flags    [256]uint8
-	pairBits [1 << 10]uint64
-)
+// pairHits returns the positions g+k (bit k, k < 8) at which a byte pair
+// that can start a rule begins.
+func pairHits(s string, g int) uint8 {
+	if g+9 <= len(s) {
+		t := s[g : g+9]
+		w := uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
+			uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56
+		return pairStart[uint16(w)] | pairStart[uint16(w>>8)]<<1 | pairStart[uint16(w>>16)]<<2 |
+			pairStart[uint16(w>>24)]<<3 | pairStart[uint16(w>>32)]<<4 | pairStart[uint16(w>>40)]<<5 |
+			pairStart[uint16(w>>48)]<<6 | pairStart[uint16(w>>56)|uint16(t[8])<<8]<<7
+	}
+	var hits uint8
+	for k := 0; k < 8 && g+k+1 < len(s); k++ {
+		hits |= pairStart[uint16(s[g+k])|uint16(s[g+k+1])<<8] << k
+	}
+	return hits
+}
 
-const (
-	flagRun   = 1 << iota // in clsB64Any
-	flagFirst             // firstByte
+// longRunAfter makes sc.runFrom, sc.runTo the first run of at least
+// minRunCheck base64 bytes that ends at or after from and does not begin
+// before it (a run that does is not checked: the scan that reached it
+// decided about it). The run found last is reused when it still fits.
+func (sc *scanner) longRunAfter(from int) {
+	switch {
+	case sc.runScanned && sc.runScan <= from && from <= sc.runFrom:
+		return // no long run ends between from and this one
+	case sc.runScanned && sc.runScan <= from && from <= sc.runTo:
+		sc.nextLongRun(sc.runTo+1, false) // from is inside the run: skip it
+		return
+	}
+	sc.nextLongRun(from, from > 0 && runBit[sc.s[from-1]] != 0)
+}
+
+// nextLongRun sets sc.runFrom, sc.runTo to the first run [runFrom, runTo)
+// of at least minRunCheck base64 bytes that begins at or after i, after
+// the rest of the run that s[i] continues when skip is set (else s[i-1]
+// must not be a base64 byte). runTo is len(s)+1 when there is none.
+func (sc *scanner) nextLongRun(i int, skip bool) {
+	s := sc.s
+	sc.runScanned, sc.runScan = true, i
+	if skip {
+		for i < len(s) && runBit[s[i]] != 0 {
+			i++
+		}
+		i++ // past the byte that ends the run
+	}
+	// Such a run holds all eight bytes of one of the blocks
+	// s[i+8k:i+8k+8] (it is 16 bytes or longer): only blocks of base64
+	// bytes are looked at closer.
+	for g := i; g+8 <= len(s); g += 8 {
+		t := s[g : g+8]
+		if runBit[t[0]]&runBit[t[1]]&runBit[t[2]]&runBit[t[3]]&runBit[t[4]]&runBit[t[5]]&runBit[t[6]]&runBit[t[7]] == 0 {
+			continue
+		}
+		a, e := g, g+8
+		for a > i && runBit[s[a-1]] != 0 {
+			a--
+		}
+		for e < len(s) && runBit[s[e]] != 0 {
+			e++
+		}
+		if e-a >= minRunCheck {
+			sc.runFrom, sc.runTo = a, e
+			return
+		}
+		g = e + 1 - 8 // the blocks start again after the run
+	}
+	sc.runFrom, sc.runTo = len(s)+1, len(s)+1
+}
+
+// runBit and pairStart are the main loop's filters: per byte, 1 when it
+// is part of a base64 run ([A-Za-z0-9+/_-]); per byte pair (the first byte
+// in the low half of the index), 1 when a rule can start with it. Text
+// uses few of the pairs, so the part of pairStart in use stays in the
+// first-level cache.
+var (
+	runBit    [256]uint8
+	pairStart [1 << 16]uint8
 )
 
 func initFilters() {
 	for c := 0; c < 256; c++ {
 		if class[c]&clsB64Any != 0 {
-			flags[c] |= flagRun
-		}
-		if firstByte[c] {
-			flags[c] |= flagFirst
+			runBit[c] = 1
 		}
 	}
 	for p, k := range pairTrig {
 		if k != 0 {
-			pairBits[p>>6] |= 1 << (p & 63)
+			pairStart[p>>8|p&0xff<<8] = 1
 		}
 	}
 }
@@ -309,7 +370,15 @@ func triggered(s string, j int) bool {
 	return k != 0 && trigs[k].allows(n3)
 }
 
-func isWordByte(c byte) bool { return isAlnum(c) || c == '_' }
+func isWordByte(c byte) bool { return wordBytes[c] }
+
+// wordBytes holds, for every byte, whether it is [A-Za-z0-9_].
+var wordBytes = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = isAlnum(byte(c)) || c == '_'
+	}
+	return t
+}()
 
 // find is matchAt with shape spans widened: a shape span ends at its class
 // boundary, and another secret glued on ("ghp_…sk_live_…") may start
@@ -532,8 +601,12 @@ type scanner struct {
 	// kubernetesSecret's answer for the document [k8sFrom, k8sTo).
 	k8s            bool
 	k8sFrom, k8sTo int
-	valid          uint16 // bit k set when runs[k] holds a run of class 1<<k
-	runs           [numClasses]runInfo
+	// The next run of base64 bytes for next to check, [runFrom, runTo),
+	// found by scanning from runScan (runScanned: it has been).
+	runFrom, runTo, runScan int
+	runScanned              bool
+	valid                   uint16 // bit k set when runs[k] holds a run of class 1<<k
+	runs                    [numClasses]runInfo
 }
 
 // runInfo is a maximal run [start, end) of one class, with the last index
@@ -1091,11 +1164,19 @@ func nameBefore(s string, j int) (n, end int) {
 		j-- // aligned columns: "password       = …"
 	}
 	n = j
-	for n >= 0 && j-n < 64 && (isAlnum(s[n]) || s[n] == '_' || s[n] == '-' || s[n] == '.') {
+	for stop := max(j-64, -1); n > stop && nameBytes[s[n]]; {
 		n--
 	}
 	return n, j
 }
+
+// nameBytes holds nameByte for every byte.
+var nameBytes = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = nameByte(byte(c))
+	}
+	return t
+}()
 
 // skipTypeAnnotation returns where the value starts in "name: Type =
 // value" (Kotlin, TypeScript, Python), given a at "Type"; else a.
