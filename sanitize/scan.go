@@ -220,9 +220,10 @@ func init() {
 // from. It never allocates.
 //
 // The two things that can happen at a byte are looked for apart, each
-// over the text once: a byte pair that can start a rule (pairHits, eight
-// positions at a time), and the end of a run of base64 bytes long enough
-// to check (nextLongRun, whose answer is kept in the scanner). They are
+// over the text once: a byte pair that can start a rule (in pairStart,
+// looked up for eight positions at a time), and the end of a run of
+// base64 bytes long enough to check (nextLongRun, whose answer is kept in
+// the scanner). They are
 // handled in the order of the text, a run ending at a byte before a rule
 // starting there.
 func (sc *scanner) next(from int) (start, end int, ok bool) {
@@ -230,7 +231,19 @@ func (sc *scanner) next(from int) (start, end int, ok bool) {
 	sc.from = from
 	sc.longRunAfter(from)
 	for g := max(from, 0); g < len(s); g += 8 {
-		for hits := pairHits(s, g); hits != 0; hits &= hits - 1 {
+		var hits uint8
+		if g+9 <= len(s) {
+			// Bit k: a rule can start at g+k (see pairHits).
+			t := s[g : g+9]
+			w := uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
+				uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56
+			hits = pairStart[uint16(w)] | pairStart[uint16(w>>8)]<<1 | pairStart[uint16(w>>16)]<<2 |
+				pairStart[uint16(w>>24)]<<3 | pairStart[uint16(w>>32)]<<4 | pairStart[uint16(w>>40)]<<5 |
+				pairStart[uint16(w>>48)]<<6 | pairStart[uint16(w>>56)|uint16(t[8])<<8]<<7
+		} else {
+			hits = pairHits(s, g)
+		}
+		for ; hits != 0; hits &= hits - 1 {
 			i := g + bits.TrailingZeros8(hits)
 			for sc.runTo <= i {
 				if a, e := sc.runAt(sc.runFrom, sc.runTo); e > a {
@@ -260,16 +273,9 @@ func (sc *scanner) next(from int) (start, end int, ok bool) {
 }
 
 // pairHits returns the positions g+k (bit k, k < 8) at which a byte pair
-// that can start a rule begins.
+// that can start a rule begins, one pair at a time: for the last bytes of
+// the text, which next cannot read eight (and one) at a time.
 func pairHits(s string, g int) uint8 {
-	if g+9 <= len(s) {
-		t := s[g : g+9]
-		w := uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
-			uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56
-		return pairStart[uint16(w)] | pairStart[uint16(w>>8)]<<1 | pairStart[uint16(w>>16)]<<2 |
-			pairStart[uint16(w>>24)]<<3 | pairStart[uint16(w>>32)]<<4 | pairStart[uint16(w>>40)]<<5 |
-			pairStart[uint16(w>>48)]<<6 | pairStart[uint16(w>>56)|uint16(t[8])<<8]<<7
-	}
 	var hits uint8
 	for k := 0; k < 8 && g+k+1 < len(s); k++ {
 		hits |= pairStart[uint16(s[g+k])|uint16(s[g+k+1])<<8] << k
