@@ -237,9 +237,9 @@ func (sc *scanner) next(from int) (start, end int, ok bool) {
 			t := s[g : g+9]
 			w := uint64(t[0]) | uint64(t[1])<<8 | uint64(t[2])<<16 | uint64(t[3])<<24 |
 				uint64(t[4])<<32 | uint64(t[5])<<40 | uint64(t[6])<<48 | uint64(t[7])<<56
-			hits = pairStart[uint16(w)] | pairStart[uint16(w>>8)]<<1 | pairStart[uint16(w>>16)]<<2 |
-				pairStart[uint16(w>>24)]<<3 | pairStart[uint16(w>>32)]<<4 | pairStart[uint16(w>>40)]<<5 |
-				pairStart[uint16(w>>48)]<<6 | pairStart[uint16(w>>56)|uint16(t[8])<<8]<<7
+			hits = pairStart[uint16(w)]&1 | pairStart[uint16(w>>8)]&1<<1 | pairStart[uint16(w>>16)]&1<<2 |
+				pairStart[uint16(w>>24)]&1<<3 | pairStart[uint16(w>>32)]&1<<4 | pairStart[uint16(w>>40)]&1<<5 |
+				pairStart[uint16(w>>48)]&1<<6 | pairStart[uint16(w>>56)|uint16(t[8])<<8]&1<<7
 		} else {
 			hits = pairHits(s, g)
 		}
@@ -255,7 +255,7 @@ func (sc *scanner) next(from int) (start, end int, ok bool) {
 			if i+2 < len(s) {
 				n3 = s[i+2]
 			}
-			if t := &trigs[pairTrig[uint16(s[i])<<8|uint16(s[i+1])]]; !t.allows(n3) || t.bound && i > 0 && isWordByte(s[i-1]) {
+			if t := &trigs[pairStart[uint16(s[i])|uint16(s[i+1])<<8]>>1]; !t.allows(n3) || t.bound && i > 0 && isWordByte(s[i-1]) {
 				continue
 			}
 			if a, e := sc.find(i); e > a {
@@ -278,7 +278,7 @@ func (sc *scanner) next(from int) (start, end int, ok bool) {
 func pairHits(s string, g int) uint8 {
 	var hits uint8
 	for k := 0; k < 8 && g+k+1 < len(s); k++ {
-		hits |= pairStart[uint16(s[g+k])|uint16(s[g+k+1])<<8] << k
+		hits |= pairStart[uint16(s[g+k])|uint16(s[g+k+1])<<8] & 1 << k
 	}
 	return hits
 }
@@ -337,7 +337,9 @@ func (sc *scanner) nextLongRun(i int, skip bool) {
 
 // runBit and pairStart are the main loop's filters: per byte, 1 when it
 // is part of a base64 run ([A-Za-z0-9+/_-]); per byte pair (the first byte
-// in the low half of the index), 1 when a rule can start with it. Text
+// in the low half of the index), 0 when no rule starts with it, else its
+// trigger's index in trigs times two plus one (so bit 0 says whether a
+// rule can start, and the trigger is read from the same cache line). Text
 // uses few of the pairs, so the part of pairStart in use stays in the
 // first-level cache.
 var (
@@ -346,6 +348,9 @@ var (
 )
 
 func initFilters() {
+	if len(trigs) > 128 {
+		panic("sanitize: too many trigger pairs for pairStart")
+	}
 	for c := 0; c < 256; c++ {
 		if class[c]&clsB64Any != 0 {
 			runBit[c] = 1
@@ -353,7 +358,7 @@ func initFilters() {
 	}
 	for p, k := range pairTrig {
 		if k != 0 {
-			pairStart[p>>8|p&0xff<<8] = 1
+			pairStart[p>>8|p&0xff<<8] = k<<1 | 1
 		}
 	}
 }
