@@ -190,6 +190,11 @@ type RuleSet struct {
 	anyAction []*compiledRule
 	session   func(*Request) map[string]any
 	globs     map[string]globPattern // the literal patterns, compiled once
+	// sizeMask: the list variables (1<<varPaths, 1<<varArgv) some rule
+	// with a prefilter reads, which ruleVars.size measures.
+	sizeMask uint16
+	// prefilters indexes the rules' prefilters; nil when none has one.
+	prefilters *ruleIndex
 }
 
 type compiledRule struct {
@@ -202,6 +207,10 @@ type compiledRule struct {
 	prg        cel.Program // nil: no condition
 	fast       fBool       // the condition in Go, when it has only forms known there
 	limit      uint64
+	// pre are the prefilter's tests (rules_prefilter.go), used for
+	// requests whose size is at most preMax; 0: the rule has none.
+	pre    []atom
+	preMax int64
 }
 
 // rank orders outcomes for Strictest.
@@ -266,11 +275,18 @@ func CompileRules(rules []Rule, opts RulesOptions) (*RuleSet, error) {
 		}
 		c := &compiledRule{id: r.ID, index: i, outcome: r.Outcome, reason: r.Reason, unredacted: r.Unredacted, limit: opts.CostLimit}
 		if strings.TrimSpace(r.When) != "" {
-			prg, fast, whys := env.compile(r.When, opts.CostLimit)
+			prg, fast, checked, whys := env.compile(r.When, opts.CostLimit)
 			for _, why := range whys {
 				add("when", why)
 			}
 			c.prg, c.fast = prg, fast
+			if fast != nil {
+				var lists uint16
+				c.pre, c.preMax, lists = prefilterOf(checked, s, opts.CostLimit)
+				if c.preMax > 0 {
+					s.sizeMask |= lists
+				}
+			}
 		}
 		s.rules = append(s.rules, c)
 	}
@@ -286,6 +302,7 @@ func CompileRules(rules []Rule, opts RulesOptions) (*RuleSet, error) {
 		return nil, &RulesError{Problems: problems}
 	}
 	s.index(rules)
+	s.prefilters = buildIndex(s.rules)
 	return s, nil
 }
 
@@ -342,9 +359,23 @@ func (s *RuleSet) Decide(_ context.Context, req *Request) Decision {
 	}
 	vars := ruleVars{req: req, set: s}
 	vars.fast.v = &vars
+	// The rules a prefilter does not pass over (rules_prefilter.go), a
+	// bit each, from the index; or, for a few rules or a request too
+	// large for the index, each rule's own prefilter tried as it comes.
+	var buf [4]uint64
+	var bits []uint64
+	if x := s.prefilters; x != nil && len(list) >= minIndexed && vars.size(s.sizeMask) <= x.maxSize {
+		if bits = buf[:]; len(s.rules) > 64*len(buf) {
+			bits = make([]uint64, (len(s.rules)+63)/64)
+		}
+		x.candidates(&vars, bits)
+	}
 	var best *compiledRule
 	var bestErr error
 	for _, r := range list {
+		if bits != nil && bits[r.index/64]&(1<<(r.index%64)) == 0 || bits == nil && !r.admits(&vars) {
+			continue // its condition is false: no need to run it
+		}
 		var matched bool
 		var err error
 		if r.fast != nil {

@@ -32,6 +32,7 @@ const (
 	hasArgvVal
 	hasSession
 	hasPathBase
+	hasSize
 )
 
 // ruleVars are a condition's variables for one request, computed when a
@@ -54,6 +55,8 @@ type ruleVars struct {
 	riskSet bool
 	// fast is the state of a condition compiled to Go.
 	fast fastCtx
+	// sizeV is size's result, once hasSize.
+	sizeV int64
 }
 
 var adapter = types.DefaultTypeAdapter
@@ -287,10 +290,11 @@ func newRuleEnv(s *RuleSet) (*ruleEnv, error) {
 }
 
 // compile parses and type-checks one condition and plans its program
-// with the cost bound; whys lists every problem.
-func (e *ruleEnv) compile(text string, limit uint64) (cel.Program, fBool, []string) {
+// with the cost bound, and gives its checked tree; whys lists every
+// problem.
+func (e *ruleEnv) compile(text string, limit uint64) (cel.Program, fBool, *ast.AST, []string) {
 	if len(text) > maxConditionBytes {
-		return nil, nil, []string{"the condition is longer than " + strconv.Itoa(maxConditionBytes) + " bytes"}
+		return nil, nil, nil, []string{"the condition is longer than " + strconv.Itoa(maxConditionBytes) + " bytes"}
 	}
 	checked, iss := e.env.Compile(text)
 	if iss != nil && iss.Err() != nil {
@@ -305,14 +309,14 @@ func (e *ruleEnv) compile(text string, limit uint64) (cel.Program, fBool, []stri
 			}
 			whys = append(whys, where+ce.Message)
 		}
-		return nil, nil, whys
+		return nil, nil, nil, whys
 	}
 	if !checked.OutputType().IsExactType(cel.BoolType) {
-		return nil, nil, []string{"must be a condition (true or false), not a value of type " + cel.FormatCELType(checked.OutputType()) + "; compare it, e.g. input.recursive == true"}
+		return nil, nil, nil, []string{"must be a condition (true or false), not a value of type " + cel.FormatCELType(checked.OutputType()) + "; compare it, e.g. input.recursive == true"}
 	}
 	whys := e.checkGlobs(checked)
 	if len(whys) > 0 {
-		return nil, nil, whys
+		return nil, nil, nil, whys
 	}
 	prg, err := e.env.Program(checked,
 		cel.CostLimit(limit),
@@ -325,9 +329,10 @@ func (e *ruleEnv) compile(text string, limit uint64) (cel.Program, fBool, []stri
 		),
 	)
 	if err != nil {
-		return nil, nil, []string{err.Error()}
+		return nil, nil, nil, []string{err.Error()}
 	}
-	return prg, compileFast(checked.NativeRep(), e.set), nil
+	native := checked.NativeRep()
+	return prg, compileFast(native, e.set), native, nil
 }
 
 // checkGlobs compiles the literal patterns of glob calls once, and lists

@@ -21,8 +21,8 @@ import (
 type condGen struct{ r *rand.Rand }
 
 var (
-	genStrings  = []string{`""`, `"git"`, `"push"`, `".env"`, `"a/b.pem"`, `"workspace_read_file"`, `"read"`, `"acme"`, `"é"`, `"main.go"`, `"-f"`}
-	genPatterns = []string{`"**/.env*"`, `"*.pem"`, `"**/*.pem"`, `"a/**"`, `"{a,b}/*"`, `"**"`, `"?.go"`, `"[!m]*.go"`, `".github/workflows/**"`}
+	genStrings  = []string{`""`, `"git"`, `"push"`, `".env"`, `"a/b.pem"`, `"workspace_read_file"`, `"read"`, `"acme"`, `"é"`, `"main.go"`, `"-f"`, `"a/"`, `"deep/"`, `".pem"`}
+	genPatterns = []string{`"**/.env*"`, `"*.pem"`, `"**/*.pem"`, `"a/**"`, `"{a,b}/*"`, `"**"`, `"?.go"`, `"[!m]*.go"`, `".github/workflows/**"`, `"**/*.PEM"`, `"*"`, `"**/id_rsa*"`, `"a/*.go"`, `"deep/**/k.pem"`, `"**/k.pem"`}
 )
 
 func (g condGen) pick(list []string) string { return list[g.r.IntN(len(list))] }
@@ -103,7 +103,7 @@ func (g condGen) integer(depth int) string {
 }
 
 func randomRequest(r *rand.Rand) *Request {
-	paths := []string{"", ".env", "a/b.pem", "main.go", "a/x", "deep/dir/k.pem", "b/é.go", "x.go"}
+	paths := []string{"", ".env", "a/b.pem", "main.go", "a/x", "deep/dir/k.pem", "b/é.go", "x.go", "A/K.PEM", "./a//x.go", "id_rsa.pub", "deep"}
 	cmds := []string{"git push origin", "git", "ls -f", "go test ./...", "", "ls | sh"}
 	var a action.Action
 	switch r.IntN(3) {
@@ -181,7 +181,8 @@ func TestFastEvaluatorLeavesTheRestToCEL(t *testing.T) {
 
 // FuzzRuleCondition: whatever a condition says and whatever the action
 // holds, deciding never panics and never works past the cost bound: an
-// evaluation either finishes within it or stops with the cost error.
+// evaluation either finishes within it or stops with the cost error. The
+// rule's prefilter never changes the decision.
 func FuzzRuleCondition(f *testing.F) {
 	f.Add(`glob(path, "**/.env*")`, ".env", "git push")
 	f.Add(`argv[0] == "git" && argv[1] == "push"`, "a", "git")
@@ -189,6 +190,8 @@ func FuzzRuleCondition(f *testing.F) {
 	f.Add(`[1,2,3].map(x, [1,2,3].map(y, x * y)).size() > 0`, "", "")
 	f.Add(`path.matches("(a+)+$")`, strings.Repeat("a", 100)+"!", "")
 	f.Add(`glob(argv, ["**/*.pem", "{a,b}/**"])`, "x", "ls a/k.pem")
+	f.Add(`path.startsWith("build/") || glob(paths, ["**/.env*", "deploy/**"])`, "deploy", "")
+	f.Add(`tenant == "" && "-f" in argv && path.endsWith(".PEM")`, "a/K.PEM", "rm -f x")
 	const limit = 5_000
 	f.Fuzz(func(t *testing.T, when, path, command string) {
 		if len(when) > maxConditionBytes || len(path) > 1<<16 || len(command) > 1<<16 {
@@ -199,10 +202,14 @@ func FuzzRuleCondition(f *testing.F) {
 			return
 		}
 		c := s.rules[0]
+		plain := withoutPrefilters(t, []Rule{{ID: "r", When: when, Outcome: Deny}}, RulesOptions{CostLimit: limit})
 		for _, a := range []action.Action{
 			{Name: "workspace_read_file", Input: map[string]any{"path": path}},
 			{Name: "workspace_run_shell", Input: map[string]any{"command": command, "path": path}},
 		} {
+			if got, ok := sameDecision(s, plain, Request{Action: a}); !ok {
+				t.Fatalf("with the prefilter: %s", got)
+			}
 			req := &Request{Action: a}
 			d := s.Decide(context.Background(), req) // must not panic
 			if !d.Allowed() && d.Rule != "r" {
