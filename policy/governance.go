@@ -9,8 +9,8 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
-	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/harness-runtime/harness/action"
 	"github.com/harness-runtime/harness/ahp"
@@ -282,17 +282,24 @@ func (k SessionKey) String() string {
 
 // Admission is what the governance step found and reserved for one
 // request; the dispatcher's observer settles it and the audit records carry
-// its snapshot. Its methods are safe to call on nil.
+// its snapshot. Its methods are safe to call on nil. It counts against the
+// key of its request (KeyOf the request's action and principal).
+//
+// It is allocated for every governed action, so it holds only what the
+// request does not: its size is most of what governance costs the
+// garbage collector.
 type Admission struct {
-	key      SessionKey
-	limits   *Limits
-	hash     [sha256.Size]byte
-	hashed   bool
-	hashHex  string // hash in hex, once a snapshot needed it
-	weight   int64
-	changes  bool
-	counted  bool
-	counters Counters
+	limits    *Limits
+	slot      Slot // where the store found the counters, for the observer
+	counters  Counters
+	weight    int64
+	hash      [sha256.Size]byte
+	hexBuf    [2 * sha256.Size]byte // hash in hex, once a snapshot needed it
+	bySession bool
+	hashed    bool
+	hexed     bool
+	changes   bool
+	counted   bool
 }
 
 // Snapshot returns the session's counters and remaining budgets as the
@@ -304,16 +311,24 @@ func (a *Admission) Snapshot() ahp.Governance {
 	}
 	c, l := &a.counters, a.limits
 	s := ahp.Governance{
-		By: a.key.by(), Counted: a.counted, Actions: c.Actions, Errors: c.Errors,
+		By: "principal", Counted: a.counted, Actions: c.Actions, Errors: c.Errors,
 		ConsecutiveErrors: c.ConsecutiveErrors, Refusals: c.Refusals, ConsecutiveRefusals: c.ConsecutiveRefusals,
 		Risk: c.Risk, BytesWritten: c.BytesWritten, BytesRead: c.BytesRead, CommandMS: c.CommandMS,
 		Repeats: c.Repeats, FailingRepeats: c.FailingRepeats,
 	}
+	if a.bySession {
+		s.By = "session"
+	}
 	if a.hashed {
-		if a.hashHex == "" {
-			a.hashHex = hex.EncodeToString(a.hash[:])
+		if !a.hexed {
+			// Written once and never again (the hash of an Admission does
+			// not change once set), so the string may share its bytes:
+			// every audit record of the action carries it with no
+			// allocation.
+			hex.Encode(a.hexBuf[:], a.hash[:])
+			a.hexed = true
 		}
-		s.ActionHash = a.hashHex
+		s.ActionHash = unsafe.String(&a.hexBuf[0], len(a.hexBuf))
 	}
 	if c.Start > 0 && c.Now > c.Start {
 		s.WallMS = (c.Now - c.Start) / 1000
@@ -343,8 +358,8 @@ func (g *Governor) decide(ctx context.Context, req *Request) Decision {
 		adm.hash, adm.hashed = actionHash(req.Action)
 	}
 	count := req.Phase != PhasePreview
-	v, c, err := g.store.Admit(ctx, adm.key, AdmitArgs{
-		Count: count, Hash: adm.hash, Weight: adm.weight, Changes: adm.changes, Limits: lim, IdleTTL: g.idleTTL,
+	v, c, err := g.store.Admit(ctx, KeyOf(req.Action, req.Principal), AdmitArgs{
+		Count: count, Hash: adm.hash, Weight: adm.weight, Changes: adm.changes, Limits: lim, IdleTTL: g.idleTTL, Slot: &adm.slot,
 	})
 	if err != nil {
 		// Fail closed: a budget nobody can check is not a budget.
@@ -360,7 +375,7 @@ func (g *Governor) decide(ctx context.Context, req *Request) Decision {
 }
 
 func (g *Governor) admission(req *Request, lim *Limits) *Admission {
-	adm := &Admission{key: KeyOf(req.Action, req.Principal), limits: lim}
+	adm := &Admission{limits: lim, bySession: req.Action.SessionID != ""}
 	if req.Schema != nil {
 		adm.weight = lim.weight(req.Schema.Risk)
 		adm.changes = req.Schema.Risk != schema.RiskRead
@@ -418,12 +433,13 @@ func (g *Governor) Observe(ctx context.Context, req *Request, obs *action.Observ
 		adm = g.admission(req, lim)
 		req.Governance = adm
 	}
-	o := Settlement{Counted: adm.counted, Weight: adm.weight, Changes: adm.changes, IdleTTL: g.idleTTL}
+	o := Settlement{Counted: adm.counted, Weight: adm.weight, Changes: adm.changes, IdleTTL: g.idleTTL, Slot: &adm.slot}
 	o.Ran = obs.Source != action.SourcePolicy && obs.Source != action.SourceHarness && obs.Source != ""
+	p := readPayload(obs.Payload)
 	switch {
 	case obs.Status == action.StatusBlocked:
 		o.Refused = true
-	case obs.Status == action.StatusError, obs.Status == action.StatusOK && exitCode(obs.Payload) != 0:
+	case obs.Status == action.StatusError, obs.Status == action.StatusOK && number(p.exitCode) != 0:
 		o.Failed = true
 	}
 	if o.Ran {
@@ -436,16 +452,16 @@ func (g *Governor) Observe(ctx context.Context, req *Request, obs *action.Observ
 		}
 		if obs.Status == action.StatusOK {
 			if adm.changes {
-				o.BytesWritten = bytesWritten(req.Action.Input, obs.Payload)
+				o.BytesWritten = bytesWritten(req.Action.Input, p)
 			} else {
-				o.BytesRead = bytesRead(obs.Payload)
+				o.BytesRead = bytesRead(p)
 			}
 		}
-		if d, ok := obs.Payload["duration_ms"].(float64); ok && d > 0 {
+		if d, ok := p.durationMS.(float64); ok && d > 0 {
 			o.CommandMS = int64(d)
 		}
 	}
-	c, err := g.store.Settle(ctx, adm.key, o)
+	c, err := g.store.Settle(ctx, KeyOf(req.Action, req.Principal), o)
 	if err != nil {
 		g.log.Error("governance: the outcome was not counted", "action", req.Action.Name, "err", err)
 		return
@@ -469,32 +485,72 @@ func (g *Governor) Counters(ctx context.Context, key SessionKey) (ahp.Governance
 	if err != nil {
 		return ahp.Governance{}, err
 	}
-	a := &Admission{key: key, limits: g.limitsFor(key.Tenant), counters: c}
+	a := &Admission{limits: g.limitsFor(key.Tenant), bySession: key.Session != "", counters: c}
 	return a.Snapshot(), nil
 }
 
-func exitCode(p map[string]any) int64 {
-	switch v := p["exit_code"].(type) {
-	case int:
-		return int64(v)
-	case int64:
-		return v
-	case float64:
-		return int64(v)
-	}
-	return 0
+// payloadKeys are the values of the payload keys Observe reads.
+type payloadKeys struct {
+	exitCode, durationMS, bytesRead, bytesWritten, content, matches any
 }
+
+// smallPayload is the size up to which one pass over a payload costs less
+// than a lookup of each key Observe reads.
+const smallPayload = 8
+
+func readPayload(p map[string]any) (k payloadKeys) {
+	if len(p) > smallPayload {
+		k.exitCode, k.durationMS = p["exit_code"], p["duration_ms"]
+		k.bytesRead, k.bytesWritten = p["bytes_read"], p["bytes_written"]
+		k.content, k.matches = p["content"], p["matches"]
+		return k
+	}
+	for key, v := range p {
+		switch key {
+		case "exit_code":
+			k.exitCode = v
+		case "duration_ms":
+			k.durationMS = v
+		case "bytes_read":
+			k.bytesRead = v
+		case "bytes_written":
+			k.bytesWritten = v
+		case "content":
+			k.content = v
+		case "matches":
+			k.matches = v
+		}
+	}
+	return k
+}
+
+// integer is v as an integer when it is one of the number types
+// runtimes report, and whether it was.
+func integer(v any) (int64, bool) {
+	switch v := v.(type) {
+	case int:
+		return int64(v), true
+	case int64:
+		return v, true
+	case float64:
+		return int64(v), true
+	}
+	return 0, false
+}
+
+// number is integer(v), or 0.
+func number(v any) int64 {
+	n, _ := integer(v)
+	return n
+}
+
+func exitCode(p map[string]any) int64 { return number(p["exit_code"]) }
 
 // bytesWritten is what a write reports it wrote, else what it was given
 // to write.
-func bytesWritten(input, payload map[string]any) int64 {
-	switch v := payload["bytes_written"].(type) {
-	case int:
-		return int64(v)
-	case int64:
-		return v
-	case float64:
-		return int64(v)
+func bytesWritten(input map[string]any, p payloadKeys) int64 {
+	if n, ok := integer(p.bytesWritten); ok {
+		return n
 	}
 	for _, k := range []string{"content", "patch"} {
 		if s, ok := input[k].(string); ok {
@@ -507,20 +563,15 @@ func bytesWritten(input, payload map[string]any) int64 {
 // bytesRead is what a read brought back: its payload's bytes_read when
 // it reports one, else the length of its content (a file read) or of its
 // matching lines (a search).
-func bytesRead(payload map[string]any) int64 {
-	switch v := payload["bytes_read"].(type) {
-	case int:
-		return int64(v)
-	case int64:
-		return v
-	case float64:
-		return int64(v)
+func bytesRead(p payloadKeys) int64 {
+	if n, ok := integer(p.bytesRead); ok {
+		return n
 	}
-	if s, ok := payload["content"].(string); ok {
+	if s, ok := p.content.(string); ok {
 		return int64(len(s))
 	}
 	var n int64
-	if ms, ok := payload["matches"].([]any); ok {
+	if ms, ok := p.matches.([]any); ok {
 		for _, m := range ms {
 			if mm, ok := m.(map[string]any); ok {
 				if s, ok := mm["text"].(string); ok {
@@ -530,26 +581,6 @@ func bytesRead(payload map[string]any) int64 {
 		}
 	}
 	return n
-}
-
-var hashBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
-
-// actionHash is action.Action.Hash without its allocations: the SHA-256
-// of the canonical JSON of {"input": …, "name": …}. An input that has no
-// canonical form gives the zero hash and false.
-func actionHash(a action.Action) ([sha256.Size]byte, bool) {
-	bp := hashBufs.Get().(*[]byte)
-	defer hashBufs.Put(bp)
-	b := append((*bp)[:0], `{"input":`...)
-	b, err := action.AppendCanonical(b, a.Input)
-	if err != nil {
-		return [sha256.Size]byte{}, false
-	}
-	b = append(b, `,"name":`...)
-	b = action.AppendJSONString(b, a.Name)
-	b = append(b, '}')
-	*bp = b
-	return sha256.Sum256(b), true
 }
 
 // resultHash identifies a failing result: its status, code and message and,

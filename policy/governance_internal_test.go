@@ -3,21 +3,44 @@ package policy
 import (
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/harness-runtime/harness/action"
 )
 
 // The repeat checks compare actionHash, which must be the canonical hash
-// (action.Action.Hash) that audit records and tokens name.
+// (action.Action.Hash) that audit records and tokens name, whichever of
+// its two ways (the walk of common inputs, or action.AppendCanonical for
+// the rest) computed it.
 func TestActionHashIsTheCanonicalHash(t *testing.T) {
+	wide := map[string]any{}
+	for i := range inputPairs + 1 {
+		wide[fmt.Sprint("k", i)] = i
+	}
+	deep := any("leaf")
+	for range canonicalDepth - 2 {
+		deep = []any{deep}
+	}
+	type point struct {
+		X int `json:"x"`
+	}
 	for name, a := range map[string]action.Action{
-		"no input":     {Name: "workspace_list_files"},
-		"empty input":  {Name: "workspace_list_files", Input: map[string]any{}},
-		"nested":       {Name: "mcp_call", Input: map[string]any{"server": "s", "arguments": map[string]any{"b": []any{1.0, "x", nil, true}, "a": json.Number("1e0")}}},
-		"escapes":      {Name: "n\"a<me>", Input: map[string]any{"é\u2028": "\x00<"}},
-		"order-proof":  {Name: "x", Input: map[string]any{"z": 1, "a": 2}},
-		"other fields": {Name: "x", Tenant: "t", SessionID: "s", Trusted: true},
+		"no input":          {Name: "workspace_list_files"},
+		"empty input":       {Name: "workspace_list_files", Input: map[string]any{}},
+		"nested":            {Name: "mcp_call", Input: map[string]any{"server": "s", "arguments": map[string]any{"b": []any{1.0, "x", nil, true}, "a": json.Number("1e0")}}},
+		"escapes":           {Name: "n\"a<me>", Input: map[string]any{"é\u2028": "\x00<", "bad utf-8": "\xff\xe2\x80x"}},
+		"order-proof":       {Name: "x", Input: map[string]any{"z": 1, "a": 2}},
+		"other fields":      {Name: "x", Tenant: "t", SessionID: "s", Trusted: true},
+		"numbers":           {Name: "x", Input: map[string]any{"f": 0.1, "i": int64(1) << 60, "u": uint8(7), "n": json.Number("12.50"), "neg": -3.0, "big": 1e300}},
+		"number edges":      {Name: "x", Input: map[string]any{"z": math.Copysign(0, -1), "m": float64(1 << 53), "m1": 1<<53 + 1, "neg": -(1 << 53) - 1, "h": 2.5, "t": true, "f": false, "n": nil, "e": 1e21}},
+		"more keys":         {Name: "x", Input: wide},
+		"as deep as it may": {Name: "x", Input: map[string]any{"d": deep}},
+		"other types":       {Name: "x", Input: map[string]any{"argv": []string{"git", "push"}, "env": map[string]string{"A": "1"}, "p": point{3}, "raw": json.RawMessage(`{"b":1,"a":[2]}`)}},
+		"keys by bytes":     {Name: "x", Input: map[string]any{"B": 1, "a": 2, "é": 3, "e": 4, "": 5, "a\x00": 6}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			want, err := a.Hash()
@@ -30,7 +53,113 @@ func TestActionHashIsTheCanonicalHash(t *testing.T) {
 			}
 		})
 	}
-	if _, ok := actionHash(action.Action{Name: "x", Input: map[string]any{"f": func() {}}}); ok {
-		t.Fatal("an input without a canonical form was hashed")
+	for name, in := range map[string]map[string]any{
+		"a function":     {"f": func() {}},
+		"NaN":            {"x": []any{1, math.NaN()}},
+		"nested too far": {"d": []any{[]any{deep}}},
+	} {
+		if _, ok := actionHash(action.Action{Name: "x", Input: in}); ok {
+			t.Errorf("%s: an input without a canonical form was hashed", name)
+		}
+		if _, err := (action.Action{Name: "x", Input: in}).Hash(); err == nil {
+			t.Errorf("%s: Hash accepts what actionHash refuses", name)
+		}
 	}
+}
+
+// TestActionHashTellsInputsApart: random inputs hash as action.Hash does;
+// equal inputs built in another key order hash the same, and a change
+// anywhere (a value, a key, the name, a value's shape) hashes differently.
+func TestActionHashTellsInputsApart(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	var value func(depth int) any
+	value = func(depth int) any {
+		switch n := rnd.IntN(8); {
+		case n == 0 && depth < 4:
+			m := map[string]any{}
+			for range rnd.IntN(20) {
+				m[word(rnd)] = value(depth + 1)
+			}
+			return m
+		case n == 1 && depth < 4:
+			l := make([]any, rnd.IntN(4))
+			for i := range l {
+				l[i] = value(depth + 1)
+			}
+			return l
+		case n == 2:
+			return float64(rnd.IntN(1000)) / 8
+		case n == 3:
+			return rnd.IntN(2) == 0
+		case n == 4:
+			return nil
+		case n == 5:
+			return rnd.IntN(100)
+		}
+		return word(rnd)
+	}
+	seen := map[[32]byte]string{}
+	for i := range 2000 {
+		in := map[string]any{}
+		for range 1 + rnd.IntN(6) {
+			in[word(rnd)] = value(1)
+		}
+		a := action.Action{Name: fmt.Sprint("act", i%3), Input: in}
+		want, err := a.Hash()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := actionHash(a)
+		if !ok || hex.EncodeToString(got[:]) != want {
+			t.Fatalf("%v: actionHash %x, Hash %s", a.Input, got, want)
+		}
+		if other, dup := seen[got]; dup && other != want {
+			t.Fatalf("two inputs share a hash")
+		}
+		seen[got] = want
+
+		// The same input, its keys inserted in reverse order.
+		again := map[string]any{}
+		keys := make([]string, 0, len(in))
+		for k := range in {
+			keys = append(keys, k)
+		}
+		for j := len(keys) - 1; j >= 0; j-- {
+			again[keys[j]] = in[keys[j]]
+		}
+		if h, _ := actionHash(action.Action{Name: a.Name, Input: again}); h != got {
+			t.Fatalf("the same input in another order hashes differently")
+		}
+		for what, changed := range map[string]action.Action{
+			"name":  {Name: a.Name + "x", Input: in},
+			"value": {Name: a.Name, Input: with(in, keys[0], "changed")},
+			"shape": {Name: a.Name, Input: with(in, keys[0], []any{in[keys[0]]})},
+			"key":   {Name: a.Name, Input: with(in, keys[0]+"!", in[keys[0]])},
+		} {
+			if h, _ := actionHash(changed); h == got {
+				t.Fatalf("a changed %s hashes the same: %v", what, changed.Input)
+			}
+		}
+	}
+}
+
+func with(in map[string]any, k string, v any) map[string]any {
+	out := map[string]any{}
+	for k2, v2 := range in {
+		if strings.TrimSuffix(k, "!") != k2 || !strings.HasSuffix(k, "!") {
+			out[k2] = v2
+		}
+	}
+	out[k] = v
+	return out
+}
+
+func word(rnd *rand.Rand) string {
+	const letters = "abcé\"\\\n<\u2028z"
+	r := []rune(letters)
+	var b strings.Builder
+	for range rnd.IntN(6) {
+		b.WriteRune(r[rnd.IntN(len(r))])
+	}
+	return b.String()
 }

@@ -41,7 +41,18 @@ type AdmitArgs struct {
 	Changes bool
 	Limits  *Limits
 	IdleTTL time.Duration
+	// Slot, when set, is where Admit may note where it found the
+	// session's counters, for Settle of the same action.
+	Slot *Slot
 }
+
+// A Slot is where a store found one session's counters when it admitted
+// an action, so that settling the same action finds them again without a
+// second lookup. The Governor keeps one per action. A store that finds
+// counters by key alone (RedisCounters) ignores it; MemoryCounters looks
+// the session up again when the slot is empty or stale (the session was
+// reset, swept or expired since). The zero value is empty.
+type Slot struct{ s *memSession }
 
 // Verdict is Admit's answer: CodeNone, or the halt's code, the limit that
 // decided (a budget's or repeat's name, or the rate bucket's) and, for a
@@ -73,6 +84,9 @@ type Settlement struct {
 	BytesRead int64
 	CommandMS int64
 	IdleTTL   time.Duration
+	// Slot is what Admit noted of the same action (AdmitArgs.Slot), if
+	// anything.
+	Slot *Slot
 }
 
 // Counters are one session's counters. Start and Now are microseconds of
@@ -94,20 +108,30 @@ type Counters struct {
 
 // MemoryCounters is a CounterStore in this process's memory: one budget
 // per process. Sessions idle longer than their IdleTTL are swept.
+//
+// Its clock is the process's monotonic clock, read as microseconds since
+// the Unix epoch from the wall time when the store was made: a step of the
+// wall clock does not stretch or shrink a session's wall time, its idle
+// time or a rate bucket (time a machine spends suspended may not count).
 type MemoryCounters struct {
 	mu       sync.Mutex
 	sessions map[SessionKey]*memSession
 	tenants  map[string]*bucket
-	now      func() time.Time
+	now      func() time.Time // SetClock's; nil: epoch and the monotonic clock
+	epoch    time.Time        // carries a monotonic reading
+	epochUS  int64
 	ops      int
 }
 
 type memSession struct {
+	store             *MemoryCounters
+	key               SessionKey
 	c                 Counters
 	bucket            bucket
 	lastHash          [sha256.Size]byte
 	failHash, failSig [sha256.Size]byte
 	expires           int64 // µs
+	gone              bool  // no longer in the store's map: a Slot to it is stale
 }
 
 // bucket is a token bucket: tokens as of at (µs); a zero at is full.
@@ -118,7 +142,17 @@ type bucket struct {
 
 // NewMemoryCounters returns an empty in-memory store.
 func NewMemoryCounters() *MemoryCounters {
-	return &MemoryCounters{sessions: map[SessionKey]*memSession{}, tenants: map[string]*bucket{}, now: time.Now}
+	epoch := time.Now()
+	return &MemoryCounters{sessions: map[SessionKey]*memSession{}, tenants: map[string]*bucket{}, epoch: epoch, epochUS: epoch.UnixMicro()}
+}
+
+// clock is the store's time in µs; m.mu is held. One read of the
+// monotonic clock costs about half of time.Now, which reads both clocks.
+func (m *MemoryCounters) clock() int64 {
+	if m.now != nil {
+		return m.now().UnixMicro()
+	}
+	return m.epochUS + int64(time.Since(m.epoch)/time.Microsecond)
 }
 
 // SetClock replaces the store's clock (tests of wall time and rates).
@@ -131,11 +165,33 @@ func (m *MemoryCounters) SetClock(now func() time.Time) {
 // sweepEvery is how many calls pass between sweeps of idle sessions.
 const sweepEvery = 4096
 
-func (m *MemoryCounters) session(key SessionKey, now int64, ttl time.Duration) *memSession {
+// session returns key's counters, found through slot when it still
+// points at them, and otherwise looked up (and created, or re-created
+// when idle too long) and noted in slot. It extends their life by ttl.
+func (m *MemoryCounters) session(key SessionKey, slot *Slot, now int64, ttl time.Duration) *memSession {
+	if ttl <= 0 {
+		ttl = DefaultIdleTTL
+	}
+	if slot != nil {
+		if s := slot.s; s != nil && s.store == m && !s.gone && s.expires >= now && s.key == key {
+			s.expires = now + int64(ttl/time.Microsecond)
+			return s
+		}
+	}
+	s := m.lookup(key, now)
+	s.expires = now + int64(ttl/time.Microsecond)
+	if slot != nil {
+		*slot = Slot{s}
+	}
+	return s
+}
+
+func (m *MemoryCounters) lookup(key SessionKey, now int64) *memSession {
 	m.ops++
 	if m.ops%sweepEvery == 0 {
 		for k, s := range m.sessions {
 			if s.expires < now {
+				s.gone = true
 				delete(m.sessions, k)
 			}
 		}
@@ -147,16 +203,13 @@ func (m *MemoryCounters) session(key SessionKey, now int64, ttl time.Duration) *
 	}
 	s := m.sessions[key]
 	if s != nil && s.expires < now {
-		s = nil // idle too long: forgotten, as Redis forgets it
+		s.gone = true // idle too long: forgotten, as Redis forgets it
+		s = nil
 	}
 	if s == nil {
-		s = &memSession{}
+		s = &memSession{store: m, key: key}
 		m.sessions[key] = s
 	}
-	if ttl <= 0 {
-		ttl = DefaultIdleTTL
-	}
-	s.expires = now + int64(ttl/time.Microsecond)
 	return s
 }
 
@@ -164,8 +217,8 @@ func (m *MemoryCounters) session(key SessionKey, now int64, ttl time.Duration) *
 func (m *MemoryCounters) Admit(_ context.Context, key SessionKey, args AdmitArgs) (Verdict, Counters, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := m.now().UnixMicro()
-	s := m.session(key, now, args.IdleTTL)
+	now := m.clock()
+	s := m.session(key, args.Slot, now, args.IdleTTL)
 	var tb *bucket
 	if args.Limits.TenantRate > 0 {
 		if tb = m.tenants[key.Tenant]; tb == nil {
@@ -252,8 +305,8 @@ func rateLimited(limit string, tokens, rate float64) Verdict {
 func (m *MemoryCounters) Settle(_ context.Context, key SessionKey, o Settlement) (Counters, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := m.now().UnixMicro()
-	s := m.session(key, now, o.IdleTTL)
+	now := m.clock()
+	s := m.session(key, o.Slot, now, o.IdleTTL)
 	s.settle(o)
 	c := s.c
 	c.Now = now
@@ -309,7 +362,7 @@ func (s *memSession) settle(o Settlement) {
 func (m *MemoryCounters) Get(_ context.Context, key SessionKey) (Counters, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := m.now().UnixMicro()
+	now := m.clock()
 	c := Counters{}
 	if s := m.sessions[key]; s != nil && s.expires >= now {
 		c = s.c
@@ -321,7 +374,10 @@ func (m *MemoryCounters) Get(_ context.Context, key SessionKey) (Counters, error
 // Reset implements CounterStore.
 func (m *MemoryCounters) Reset(_ context.Context, key SessionKey) error {
 	m.mu.Lock()
-	delete(m.sessions, key)
+	if s := m.sessions[key]; s != nil {
+		s.gone = true
+		delete(m.sessions, key)
+	}
 	m.mu.Unlock()
 	return nil
 }

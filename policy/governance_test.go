@@ -456,3 +456,38 @@ func TestGovernanceCountsBytesRead(t *testing.T) {
 		})
 	}
 }
+
+// TestGovernanceSettlesAfterAReset: an outcome counted after an operator
+// reset the session while the action ran counts in the session as reset
+// (the slot Admit left is not used once stale), in both stores; and an
+// action settled through its slot counts as one looked up by key does.
+func TestGovernanceSettlesAfterAReset(t *testing.T) {
+	ctx := context.Background()
+	for storeName, newStore := range counterStores(t) {
+		t.Run(storeName, func(t *testing.T) {
+			store := newStore(t)
+			defer store.Close()
+			key := policy.SessionKey{Session: "s"}
+			lim := &policy.Limits{MaxActions: 10}
+			var slot policy.Slot
+			_, c, err := store.Admit(ctx, key, policy.AdmitArgs{Count: true, Weight: 2, Limits: lim, Slot: &slot})
+			require.NoError(t, err)
+			require.Equal(t, int64(1), c.Actions)
+			c, err = store.Settle(ctx, key, policy.Settlement{Counted: true, Ran: true, Weight: 2, Failed: true, Slot: &slot})
+			require.NoError(t, err)
+			assert.Equal(t, policy.Counters{Actions: 1, Risk: 2, Errors: 1, ConsecutiveErrors: 1, Start: c.Start, Now: c.Now}, c)
+
+			slot = policy.Slot{}
+			_, _, err = store.Admit(ctx, key, policy.AdmitArgs{Count: true, Weight: 2, Limits: lim, Slot: &slot})
+			require.NoError(t, err)
+			require.NoError(t, store.Reset(ctx, key))
+			c, err = store.Settle(ctx, key, policy.Settlement{Counted: true, Ran: true, Weight: 2, Failed: true, Slot: &slot})
+			require.NoError(t, err)
+			assert.Equal(t, int64(0), c.Actions, "the reset forgot the reservation")
+			assert.Equal(t, int64(1), c.Errors, "the outcome counts in the session as reset")
+			got, err := store.Get(ctx, key)
+			require.NoError(t, err)
+			assert.Equal(t, int64(1), got.Errors, "counted where the store keeps the session, not in the one it forgot")
+		})
+	}
+}
