@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/harness-runtime/harness/action"
 )
@@ -159,6 +160,12 @@ func (w *Workspace) listFiles(ctx context.Context, in map[string]any) (map[strin
 	if err != nil {
 		return nil, err
 	}
+	l := &lister{ctx: ctx, max: int(min(maxEntries, hardMaxEntries)), recursive: recursive, includeGit: includeGit, details: details}
+	if !recursive {
+		if ents, ok := w.lists.get(rel, details); ok {
+			return l.flat(rel, ents)
+		}
+	}
 	dir, err := w.root.OpenRoot(rel)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || !isNotDir(err) {
@@ -175,18 +182,58 @@ func (w *Workspace) listFiles(ctx context.Context, in map[string]any) (map[strin
 		dir.Close()
 		return nil, action.Errorf(action.CodeInvalidInput, "path %s is on the %s pseudo file system, which is never served", quote(rel), name)
 	}
-	dev, hasDev := deviceOf(rootInfo)
-
-	l := &lister{ctx: ctx, max: int(min(maxEntries, hardMaxEntries)), recursive: recursive, includeGit: includeGit, details: details, dev: dev, hasDev: hasDev}
-	err = l.walk(dir, rel, 0)
-	if err != nil {
+	l.dev, l.hasDev = deviceOf(rootInfo)
+	if !recursive {
+		if ents, ok := w.lists.fill(w.root, rel, details); ok {
+			dir.Close()
+			return l.flat(rel, ents)
+		}
+	}
+	if err := l.walk(dir, rel, 0); err != nil {
 		return nil, err
 	}
+	return l.payload(rel), nil
+}
+
+func (l *lister) payload(rel string) map[string]any {
 	entries := l.entries
 	if entries == nil {
 		entries = []any{}
 	}
-	return map[string]any{"path": rel, "entries": entries, "truncated": l.truncated}, nil
+	return map[string]any{"path": rel, "entries": entries, "truncated": l.truncated}
+}
+
+// flat is the payload of a listing of the directory at rel, not
+// recursive, whose entries (sorted by name) are ents.
+func (l *lister) flat(rel string, ents []listEntry) (map[string]any, error) {
+	if err := l.ctx.Err(); err != nil {
+		return nil, action.Errorf(action.CodeTimeout, "listing %s: %v", quote(rel), err)
+	}
+	fit := min(len(ents), l.max)
+	paths := childPaths(rel, ents[:fit])
+	l.entries = make([]any, fit)
+	for i, e := range ents[:fit] {
+		l.entries[i] = entryMap(paths[i], e)
+	}
+	l.truncated = fit < len(ents)
+	return l.payload(rel), nil
+}
+
+// entryMap is the listing entry of e, whose root-relative path is path.
+func entryMap(path string, e listEntry) map[string]any {
+	if v := e.values; v != nil {
+		if !e.detailed {
+			return map[string]any{"path": v[0], "name": v[1], "type": entryTypeValue(e.mode)}
+		}
+		return map[string]any{"path": v[0], "name": v[1], "type": entryTypeValue(e.mode), "size": v[2], "mod_time": v[3]}
+	}
+	// The name is the path's last element: no string of its own.
+	entry := map[string]any{"path": path, "name": path[len(path)-len(e.name):], "type": entryTypeValue(e.mode)}
+	if e.detailed {
+		entry["size"] = e.size
+		entry["mod_time"] = e.modTime
+	}
+	return entry
 }
 
 type lister struct {
@@ -226,13 +273,7 @@ func (l *lister) walk(dir *os.Root, rel string, depth int) error {
 			return nil
 		}
 		childRel := paths[i]
-		// The name is the path's last element: no string of its own.
-		entry := map[string]any{"path": childRel, "name": childRel[len(childRel)-len(e.name):], "type": entryTypeValue(e.mode)}
-		if e.info != nil {
-			entry["size"] = e.info.Size()
-			entry["mod_time"] = e.info.ModTime().UTC().Format(time.RFC3339Nano)
-		}
-		l.entries = append(l.entries, entry)
+		l.entries = append(l.entries, entryMap(childRel, e))
 		if !l.recursive || !e.mode.IsDir() || (e.name == ".git" && !l.includeGit) {
 			continue
 		}
@@ -311,13 +352,23 @@ func entryTypeValue(m fs.FileMode) any {
 	return typeOther
 }
 
-// listEntry is one directory entry of a listing; info is set when the
-// listing asked for details.
+// listEntry is one directory entry of a listing; size and modTime are set
+// (detailed) when the listing asked for details.
 type listEntry struct {
-	name string
-	mode fs.FileMode // type bits
-	info fs.FileInfo
+	name     string
+	mode     fs.FileMode // type bits
+	detailed bool
+	size     int64
+	modTime  string // RFC 3339, UTC, with nanoseconds
+	// values, when set, are the entry's map values boxed once (path,
+	// name, size, mod_time): a cached listing shares them between the
+	// listings it answers (an interface holding a string or a number
+	// cannot be changed through it), and each listing has maps of its own.
+	values *[4]any
 }
+
+// formatModTime is how a listing writes a modification time.
+func formatModTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // read returns dir's entries sorted by name: with details from lstat,
 // otherwise the names and types the directory itself holds (no stat per
@@ -330,7 +381,7 @@ func (l *lister) read(dir *os.Root) ([]listEntry, error) {
 		}
 		ents := make([]listEntry, len(infos))
 		for i, fi := range infos {
-			ents[i] = listEntry{name: fi.Name(), mode: fi.Mode().Type(), info: fi}
+			ents[i] = listEntry{name: fi.Name(), mode: fi.Mode().Type(), detailed: true, size: fi.Size(), modTime: formatModTime(fi.ModTime())}
 		}
 		return ents, nil
 	}
@@ -572,7 +623,11 @@ func readWhole(ctx context.Context, r io.Reader, size, maxBytes int64) (readResu
 		res.binary = true
 		return res, nil
 	}
-	res.content = string(b)
+	// buf is this read's own and is never written again: its bytes are
+	// the content, without a copy.
+	if n > 0 {
+		res.content = unsafe.String(&b[0], n)
+	}
 	return res, nil
 }
 

@@ -9,6 +9,8 @@ import (
 	"os"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Magic numbers of kernel pseudo file systems (statfs(2), linux/magic.h).
@@ -71,6 +73,21 @@ func readDirTypes(dir *os.Root) ([]dirEntry, error) {
 	if err != nil {
 		return nil, err
 	}
+	var (
+		out  []dirEntry
+		rerr error
+	)
+	if err := rc.Control(func(fd uintptr) { out, rerr = readDirFd(int(fd)) }); err != nil {
+		return nil, err
+	}
+	return out, rerr
+}
+
+// readDirFd lists the directory open on fd with getdents64, unsorted,
+// from its current offset. Entries whose type the file system does not
+// report (DT_UNKNOWN) are lstat'ed relative to fd; those that vanished
+// meanwhile are left out.
+func readDirFd(fd int) ([]dirEntry, error) {
 	bp := direntBufs.Get().(*[]byte)
 	defer direntBufs.Put(bp)
 	buf := *bp
@@ -82,20 +99,12 @@ func readDirTypes(dir *os.Root) ([]dirEntry, error) {
 		out   []dirEntry
 	)
 	for {
-		var n int
-		var rerr error
-		if err := rc.Control(func(fd uintptr) {
-			for {
-				n, rerr = syscall.Getdents(int(fd), buf)
-				if rerr != syscall.EINTR {
-					return
-				}
-			}
-		}); err != nil {
-			return nil, err
+		n, err := syscall.Getdents(fd, buf)
+		if err == syscall.EINTR {
+			continue
 		}
-		if rerr != nil {
-			return nil, rerr
+		if err != nil {
+			return nil, err
 		}
 		if n <= 0 {
 			break
@@ -133,11 +142,11 @@ func readDirTypes(dir *os.Root) ([]dirEntry, error) {
 			case syscall.DT_BLK:
 				e.mode = fs.ModeDevice
 			default:
-				fi, err := dir.Lstat(string(raw))
-				if err != nil {
+				var st unix.Stat_t
+				if err := unix.Fstatat(fd, string(raw), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 					continue // vanished
 				}
-				e.mode = fi.Mode().Type()
+				e.mode = statMode(st.Mode)
 			}
 			arena = append(arena, raw...)
 			ends = append(ends, len(arena))
@@ -151,4 +160,25 @@ func readDirTypes(dir *os.Root) ([]dirEntry, error) {
 		start = end
 	}
 	return out, nil
+}
+
+// statMode is the file type bits of a stat(2) mode as an fs.FileMode.
+func statMode(m uint32) fs.FileMode {
+	switch m & unix.S_IFMT {
+	case unix.S_IFREG:
+		return 0
+	case unix.S_IFDIR:
+		return fs.ModeDir
+	case unix.S_IFLNK:
+		return fs.ModeSymlink
+	case unix.S_IFIFO:
+		return fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		return fs.ModeSocket
+	case unix.S_IFCHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		return fs.ModeDevice
+	}
+	return fs.ModeIrregular
 }

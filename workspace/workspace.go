@@ -68,6 +68,9 @@ type Options struct {
 	// with IP and netlink sockets, and without GOPROXY=off; the plan and
 	// the observation say so. Empty (the default): no command has network.
 	NetworkCommands []string
+	// NoListCache makes every listing read its directory: no cache of
+	// listings kept fresh by inotify (see listCache).
+	NoListCache bool
 	// Logger receives the workspace's warnings (a command runs with less
 	// than the full sandbox); nil discards them.
 	Logger *slog.Logger
@@ -95,6 +98,7 @@ type Workspace struct {
 	root     *os.Root
 	rootPath string // absolute, symlinks resolved
 	opts     Options
+	lists    *listCache // nil: every listing reads the directory
 }
 
 // New opens dir as the workspace root. The path is made absolute and its
@@ -145,7 +149,11 @@ func New(dir string, opts Options) (*Workspace, error) {
 	openRoots.Lock()
 	openRoots.n[abs]++
 	openRoots.Unlock()
-	return &Workspace{root: root, rootPath: abs, opts: opts}, nil
+	w := &Workspace{root: root, rootPath: abs, opts: opts}
+	if !opts.NoListCache {
+		w.lists = newListCache(root)
+	}
+	return w, nil
 }
 
 // openRoots counts the open Workspaces per root in this process: the
@@ -170,6 +178,7 @@ func (w *Workspace) Close() error {
 		delete(openRoots.n, w.rootPath)
 	}
 	openRoots.Unlock()
+	w.lists.close()
 	err := w.root.Close()
 	if last {
 		err = errors.Join(err, w.closeExec())
