@@ -17,6 +17,12 @@ import (
 // benchBridge is a bridge over a workspace holding big.txt (64 KiB) and
 // many/ (1,000 files), without an audit log.
 func benchBridge(b *testing.B) *Server {
+	s, _ := benchBridgeRoot(b)
+	return s
+}
+
+// benchBridgeRoot is benchBridge, and its workspace root.
+func benchBridgeRoot(b *testing.B) (*Server, string) {
 	b.Helper()
 	root := b.TempDir()
 	mustWrite(b, filepath.Join(root, "big.txt"), strings.Repeat(strings.Repeat("x", 63)+"\n", 1024))
@@ -38,7 +44,7 @@ harness:
 	if err != nil {
 		b.Fatal(err)
 	}
-	return s
+	return s, root
 }
 
 func benchCall(b *testing.B, s *Server, name string, args map[string]any) {
@@ -66,6 +72,27 @@ func BenchmarkBridgeRead64KiB(b *testing.B) {
 // one lstat per entry).
 func BenchmarkBridgeList1000(b *testing.B) {
 	benchCall(b, benchBridge(b), "workspace_list_files", map[string]any{"path": "many"})
+}
+
+// BenchmarkBridgeList1000Changed is BenchmarkBridgeList1000 with one
+// file of the directory written before each listing (not timed): no
+// listing can be answered from the cache, as in a directory that changes
+// all the time.
+func BenchmarkBridgeList1000Changed(b *testing.B) {
+	s, root := benchBridgeRoot(b)
+	handler := s.handlerFor("workspace_list_files")
+	req := mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "workspace_list_files", Arguments: map[string]any{"path": "many"}}}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		mustWrite(b, filepath.Join(root, "many", "f0000.txt"), strings.Repeat("y", i%7))
+		b.StartTimer()
+		res, err := handler(ctx, req)
+		if err != nil || res.IsError {
+			b.Fatalf("%v %v", err, res)
+		}
+	}
 }
 
 // BenchmarkBridgeList1000Names is the same listing with details false:

@@ -181,7 +181,7 @@ func TestSDKClientDrivesBridge(t *testing.T) {
 			assert.Equal(t, action.StatusBlocked, c[2].Structured.Status)
 			assert.Contains(t, c[2].Content[0].Text, "path_outside_root")
 
-			assert.Contains(t, strings.Split(c[3].Content[0].Text, "\n"), "sub/")
+			assert.Regexp(t, `(?m)^sub/\t\d+\t\S+$`, c[3].Content[0].Text, "a directory's line ends its path in /, then its size and time")
 
 			assert.True(t, c[4].IsError)
 			assert.Equal(t, action.CodeTrustRequired, c[4].Structured.Code)
@@ -288,7 +288,8 @@ harness:
 
 // TestSDKClientGetsTextOnce: over every transport, a read's content and a
 // listing's names reach the SDK client once, in the text block, and the
-// structured content names them in in_text.
+// structured content names them in in_text; so do a listing's sizes and
+// modification times.
 func TestSDKClientGetsTextOnce(t *testing.T) {
 	nodeDir(t)
 	root := workspaceRoot(t)
@@ -312,9 +313,21 @@ func TestSDKClientGetsTextOnce(t *testing.T) {
 			assert.Equal(t, names.Content, details.Content, "the default is details: true")
 			assert.Equal(t, names.Structured.Payload["entries"] != nil, details.Structured.Payload["entries"] != nil)
 
-			assert.Equal(t, "a.txt\nsub/", details.Content[0].Text)
-			assert.Len(t, details.Structured.Payload["entries"], 2, "sizes and times are not in the text: the entries stay")
-			assert.NotContains(t, details.Structured.Payload, InText)
+			// With details, each line is the path, a tab, the size and a
+			// tab and the modification time, as lstat gives them.
+			var want []string
+			for _, name := range []string{"a.txt", "sub"} {
+				fi, err := os.Lstat(filepath.Join(root, name))
+				require.NoError(t, err)
+				line := name
+				if fi.IsDir() {
+					line += "/"
+				}
+				want = append(want, fmt.Sprintf("%s\t%d\t%s", line, fi.Size(), fi.ModTime().UTC().Format(time.RFC3339Nano)))
+			}
+			assert.Equal(t, strings.Join(want, "\n"), details.Content[0].Text)
+			assert.NotContains(t, details.Structured.Payload, "entries", "sizes and times are in the text: the entries are not sent twice")
+			assert.Equal(t, []any{"entries"}, details.Structured.Payload[InText])
 		})
 	}
 }

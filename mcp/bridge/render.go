@@ -12,7 +12,8 @@ import (
 // Render returns the readable text of an observation, as the bridge puts it
 // beside the structured observation in a tool result: a file's content as
 // is, search matches as "path:line: text", a listing one entry a line
-// (directories end in "/"), a diff as a diff, a command's exit code and
+// (directories end in "/"; with details, a tab, the size, a tab and the
+// modification time follow), a diff as a diff, a command's exit code and
 // output, an MCP tool's text; anything else as indented JSON. A refusal or
 // failure reads "blocked (code): message" or "error (code): message".
 //
@@ -84,6 +85,9 @@ func renderEntriesExact(p map[string]any) (string, bool) {
 		if path, ok := em["path"].(string); ok {
 			n += len(path) + 2
 		}
+		if t, ok := em["mod_time"].(string); ok {
+			n += len(t) + 24
+		}
 	}
 	b.Grow(n + 32)
 	exact := len(es) > 0 && len(es) == listLen(p["entries"])
@@ -96,6 +100,14 @@ func renderEntriesExact(p map[string]any) (string, bool) {
 		b.WriteString(path)
 		if typ == "dir" {
 			b.WriteByte('/')
+		}
+		size, sized := em["size"].(int64)
+		modTime, timed := em["mod_time"].(string)
+		if sized && timed {
+			b.WriteByte('\t')
+			b.WriteString(strconv.FormatInt(size, 10))
+			b.WriteByte('\t')
+			b.WriteString(modTime)
 		}
 		b.WriteByte('\n')
 		if exact {
@@ -114,10 +126,22 @@ func renderEntriesExact(p map[string]any) (string, bool) {
 
 // exactEntry reports whether the line of entry e (path, name and type
 // read from it) tells everything e says: a file or a directory, no other
-// field, and a path that reads back as one line with the name as its last
-// element.
+// field than its size and modification time (then both, a number and a
+// time written without tabs or line breaks), and a path that reads back as
+// one line with the name as its last element.
 func exactEntry(e map[string]any, path, name, typ string) bool {
-	return len(e) == 3 && path != "" && strings.IndexByte(path, '\n') < 0 && strings.IndexByte(path, '\r') < 0 &&
+	switch len(e) {
+	case 3:
+	case 5:
+		_, sized := e["size"].(int64)
+		t, timed := e["mod_time"].(string)
+		if !sized || !timed || t == "" || strings.ContainsAny(t, "\t\n\r") {
+			return false
+		}
+	default:
+		return false
+	}
+	return path != "" && strings.IndexByte(path, '\n') < 0 && strings.IndexByte(path, '\r') < 0 &&
 		path[len(path)-1] != '/' && (typ == "file" || typ == "dir") && name == path[strings.LastIndexByte(path, '/')+1:]
 }
 
@@ -129,13 +153,15 @@ func exactEntry(e map[string]any, path, name, typ string) bool {
 //   - "content" (a file read as text): the text block is the file's
 //     content, followed, when the payload says truncated, by a line saying
 //     so;
-//   - "entries" (a listing of names and types only, every entry a file or a
-//     directory): the text block has one entry's path a line, a directory's
-//     ending in "/"; an entry's name is the last element of its path.
+//   - "entries" (a listing whose every entry is a file or a directory):
+//     the text block has one entry a line: its path, a directory's ending
+//     in "/", then, when the listing has details, a tab, its size in
+//     bytes, a tab and its modification time (RFC 3339); an entry's name
+//     is the last element of its path.
 //
 // Any other field, and any listing or read that the text does not carry
-// exactly (details, symlinks, a name with a newline, binary content), stays
-// in the structured content.
+// exactly (symlinks, a name with a line break, binary content), stays in
+// the structured content.
 const InText = "in_text"
 
 // carriedByText returns the payload field of obs that Render carries

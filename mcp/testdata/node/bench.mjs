@@ -13,10 +13,14 @@
 //   start-up:  spawn the server, connect, first tools/list complete
 //   read:      reads of a 64 KiB file (workspace_read_file / read_text_file)
 //   list:      listings of a 1,000-entry directory: workspace_list_files
-//              with its defaults (names and types), with details: false
-//              (the same), and with details: true (also each entry's size
-//              and mod_time: one lstat per entry, and the entries in the
-//              structured content); list_directory for the reference
+//              with its defaults (each entry's type, size and mod_time, in
+//              the text block), with details: false (names and types), and
+//              with details: true (the defaults again, beside the
+//              reference's list_directory_with_sizes); list_directory for
+//              the reference. The directory does not change between calls,
+//              so Harness answers from its listing cache (see
+//              workspace/listcache_linux.go); BenchmarkBridgeList* in Go
+//              measure a listing with the cache off and after a change.
 //
 // with each server process's CPU time per call (from /proc) and the
 // client's own, which a loaded machine disturbs much less than rates.
