@@ -47,8 +47,11 @@ import (
 // a descriptor opened for writing is an event). Cached details are
 // therefore also dropped after maxDetailsAge.
 type listCache struct {
+	root    *os.Root
 	mu      sync.Mutex
-	fd      int // inotify, non-blocking; -1 once broken
+	started bool
+	closed  bool
+	fd      int // inotify, non-blocking; -1 when off
 	rootDev uint64
 	dirs    map[string]*cachedDir // by root-relative path ("." for the root)
 	watches map[int32][]string    // the paths each watch was added for
@@ -93,19 +96,27 @@ var localFS = map[int64]bool{
 }
 
 // newListCache returns a cache for the workspace whose root is open as
-// root, or nil when the root is not on a file system listed in localFS or
-// inotify is not available.
+// root. It starts on the first listing: a command that lists nothing
+// pays nothing for it.
 func newListCache(root *os.Root) *listCache {
-	f, err := root.Open(".")
+	return &listCache{root: root, fd: -1}
+}
+
+// start opens the inotify descriptor, unless the root is not on a file
+// system listed in localFS or inotify is not available: then the cache
+// stays off.
+func (c *listCache) start() bool {
+	c.started = true
+	f, err := c.root.Open(".")
 	if err != nil {
-		return nil
+		return false
 	}
 	defer f.Close()
 	var sfs unix.Statfs_t
 	var st unix.Stat_t
 	rc, err := f.SyscallConn()
 	if err != nil {
-		return nil
+		return false
 	}
 	var serr error
 	if err := rc.Control(func(fd uintptr) {
@@ -113,13 +124,10 @@ func newListCache(root *os.Root) *listCache {
 			serr = unix.Fstat(int(fd), &st)
 		}
 	}); err != nil || serr != nil || !localFS[int64(sfs.Type)] {
-		return nil
+		return false
 	}
-	c := &listCache{fd: -1, rootDev: st.Dev, buf: make([]byte, 64<<10)}
-	if c.reset() != nil {
-		return nil
-	}
-	return c
+	c.rootDev, c.buf = st.Dev, make([]byte, 64<<10)
+	return c.reset() == nil
 }
 
 // reset empties the cache and starts a new inotify descriptor.
@@ -148,7 +156,7 @@ func (c *listCache) close() {
 		unix.Close(c.fd)
 		c.fd = -1
 	}
-	c.dirs = nil
+	c.dirs, c.closed = nil, true
 }
 
 // get returns the cached entries of the directory at rel (names and types,
@@ -191,6 +199,9 @@ func (c *listCache) fill(root *os.Root, rel string, details bool) ([]listEntry, 
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.started && !c.closed && !c.start() {
+		return nil, false
+	}
 	if c.fd < 0 || !c.drain() {
 		return nil, false
 	}
