@@ -78,12 +78,14 @@ test-short:
 	$(GO) test -short $(PKGS)
 
 # Speed and memory targets (see each package's benchmarks): the dispatcher,
-# the sanitizer, the audit log, search against ripgrep and grep, command
+# the sanitizer, rules and governance, the audit log, search against ripgrep and grep, command
 # overhead with and without the sandbox, patches against git apply and GNU
 # patch, preview/execute pairs, and the MCP bridge against the reference
 # filesystem server. Machines here are shared: compare ratios from one run.
 bench: deps build
 	$(GO) test -run '^$$' -bench . -benchmem ./action ./schema ./runtime ./sanitize ./audit ./trusted
+	$(GO) test -run '^$$' -bench 'Rules200' -benchmem ./policy
+	$(GO) test -run '^$$' -bench 'BridgeList|BridgeRead' -benchmem ./mcp/bridge
 	$(GO) test -run '^$$' -bench 'SearchVsRipgrep' -benchtime 5x ./workspace
 	$(GO) test -run '^$$' -bench 'RunShellPwd' -benchtime 200x ./workspace
 	$(GO) test -run '^$$' -bench 'ApplyCorpus|ApplyInMemory' -benchtime 3x ./workspace/patch
