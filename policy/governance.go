@@ -285,13 +285,18 @@ func (k SessionKey) String() string {
 // its snapshot. Its methods are safe to call on nil. It counts against the
 // key of its request (KeyOf the request's action and principal).
 //
-// It is allocated for every governed action, so it holds only what the
-// request does not: its size is most of what governance costs the
-// garbage collector.
+// It is needed for every governed action, so it holds only what the
+// request does not. The zero Admission is empty room for one: a
+// dispatcher may point Request.Governance at a zero Admission it
+// allocated together with the request (one allocation per action instead
+// of two), and the governance step fills that room instead of allocating.
+// Until it is filled, an Admission records nothing (its Snapshot is the
+// zero value) and the observer treats the request as one the governance
+// step never admitted.
 type Admission struct {
 	limits    *Limits
 	slot      Slot // where the store found the counters, for the observer
-	counters  Counters
+	counters  tally
 	weight    int64
 	hash      [sha256.Size]byte
 	hexBuf    [2 * sha256.Size]byte // hash in hex, once a snapshot needed it
@@ -302,11 +307,32 @@ type Admission struct {
 	counted   bool
 }
 
+// tally is what an admission keeps of the counters a store returned:
+// every count, and of the clock only the session's wall time (so that an
+// Admission and the request it shares an allocation with fit a smaller
+// size class).
+type tally struct {
+	Actions, Risk, Errors, ConsecutiveErrors, Refusals, ConsecutiveRefusals int64
+	BytesWritten, BytesRead, CommandMS, Repeats, FailingRepeats             int64
+	WallMS                                                                  int64
+}
+
+func (t *tally) set(c *Counters) {
+	*t = tally{
+		Actions: c.Actions, Risk: c.Risk, Errors: c.Errors, ConsecutiveErrors: c.ConsecutiveErrors,
+		Refusals: c.Refusals, ConsecutiveRefusals: c.ConsecutiveRefusals, BytesWritten: c.BytesWritten,
+		BytesRead: c.BytesRead, CommandMS: c.CommandMS, Repeats: c.Repeats, FailingRepeats: c.FailingRepeats,
+	}
+	if c.Start > 0 && c.Now > c.Start {
+		t.WallMS = (c.Now - c.Start) / 1000
+	}
+}
+
 // Snapshot returns the session's counters and remaining budgets as the
 // audit records carry them: at the decision, and after the observer
 // counted the outcome. Nil gives the zero value, which records nothing.
 func (a *Admission) Snapshot() ahp.Governance {
-	if a == nil {
+	if a.empty() {
 		return ahp.Governance{}
 	}
 	c, l := &a.counters, a.limits
@@ -314,7 +340,7 @@ func (a *Admission) Snapshot() ahp.Governance {
 		By: "principal", Counted: a.counted, Actions: c.Actions, Errors: c.Errors,
 		ConsecutiveErrors: c.ConsecutiveErrors, Refusals: c.Refusals, ConsecutiveRefusals: c.ConsecutiveRefusals,
 		Risk: c.Risk, BytesWritten: c.BytesWritten, BytesRead: c.BytesRead, CommandMS: c.CommandMS,
-		Repeats: c.Repeats, FailingRepeats: c.FailingRepeats,
+		Repeats: c.Repeats, FailingRepeats: c.FailingRepeats, WallMS: c.WallMS,
 	}
 	if a.bySession {
 		s.By = "session"
@@ -330,9 +356,6 @@ func (a *Admission) Snapshot() ahp.Governance {
 		}
 		s.ActionHash = unsafe.String(&a.hexBuf[0], len(a.hexBuf))
 	}
-	if c.Start > 0 && c.Now > c.Start {
-		s.WallMS = (c.Now - c.Start) / 1000
-	}
 	left := func(name string, limit, used int64) {
 		if limit > 0 {
 			s.Remaining.Set(name, max(limit-used, 0))
@@ -347,6 +370,10 @@ func (a *Admission) Snapshot() ahp.Governance {
 	return s
 }
 
+// empty reports whether a is nil or room the governance step has not
+// filled.
+func (a *Admission) empty() bool { return a == nil || a.limits == nil }
+
 // decide is the governance step.
 func (g *Governor) decide(ctx context.Context, req *Request) Decision {
 	lim := g.limitsFor(req.Action.Tenant)
@@ -355,17 +382,21 @@ func (g *Governor) decide(ctx context.Context, req *Request) Decision {
 	}
 	adm := g.admission(req, lim)
 	if g.hashing {
-		adm.hash, adm.hashed = actionHash(req.Action)
+		adm.hash, adm.hashed = actionHash(&req.Action)
 	}
 	count := req.Phase != PhasePreview
 	v, c, err := g.store.Admit(ctx, KeyOf(req.Action, req.Principal), AdmitArgs{
 		Count: count, Hash: adm.hash, Weight: adm.weight, Changes: adm.changes, Limits: lim, IdleTTL: g.idleTTL, Slot: &adm.slot,
 	})
 	if err != nil {
-		// Fail closed: a budget nobody can check is not a budget.
+		// Fail closed: a budget nobody can check is not a budget. Nothing
+		// was admitted, so the request's room stays empty.
+		if req.Governance == adm {
+			*adm = Admission{}
+		}
 		return DenyWith(action.CodeInternal, "governance: the session's counters cannot be read, so no action runs: "+err.Error())
 	}
-	adm.counters = c
+	adm.counters.set(&c)
 	adm.counted = count && v.Code == action.CodeNone
 	req.Governance = adm
 	if v.Code == action.CodeNone {
@@ -374,8 +405,17 @@ func (g *Governor) decide(ctx context.Context, req *Request) Decision {
 	return Decision{Outcome: Deny, Code: v.Code, Rule: v.Limit, Message: g.message(req, lim, v, &c), RetryAfter: v.RetryAfter}
 }
 
+// admission returns a new admission of req under lim: in the room
+// req.Governance holds when it is still empty, else newly allocated (a
+// request decided again keeps the admission its records already carry).
 func (g *Governor) admission(req *Request, lim *Limits) *Admission {
-	adm := &Admission{limits: lim, bySession: req.Action.SessionID != ""}
+	adm := req.Governance
+	if adm == nil || !adm.empty() {
+		adm = new(Admission)
+	}
+	// adm is zero: new, or room nothing filled (decide empties it again
+	// when it fails).
+	adm.limits, adm.bySession = lim, req.Action.SessionID != ""
 	if req.Schema != nil {
 		adm.weight = lim.weight(req.Schema.Risk)
 		adm.changes = req.Schema.Risk != schema.RiskRead
@@ -423,7 +463,7 @@ func (g *Governor) message(req *Request, lim *Limits, v Verdict, c *Counters) st
 // observation stands.
 func (g *Governor) Observe(ctx context.Context, req *Request, obs *action.Observation) {
 	adm := req.Governance
-	if adm == nil {
+	if adm.empty() {
 		// Refused before the governance step (or not governed): the
 		// refusal still counts.
 		lim := g.limitsFor(req.Action.Tenant)
@@ -444,7 +484,7 @@ func (g *Governor) Observe(ctx context.Context, req *Request, obs *action.Observ
 	}
 	if o.Ran {
 		if !adm.hashed && g.hashing {
-			adm.hash, adm.hashed = actionHash(req.Action)
+			adm.hash, adm.hashed = actionHash(&req.Action)
 		}
 		o.Hash, o.Hashed = adm.hash, adm.hashed
 		if o.Failed || o.Refused {
@@ -466,7 +506,7 @@ func (g *Governor) Observe(ctx context.Context, req *Request, obs *action.Observ
 		g.log.Error("governance: the outcome was not counted", "action", req.Action.Name, "err", err)
 		return
 	}
-	adm.counters = c
+	adm.counters.set(&c)
 }
 
 // Reset forgets the counters of key (not its tenant's rate bucket).
@@ -485,7 +525,8 @@ func (g *Governor) Counters(ctx context.Context, key SessionKey) (ahp.Governance
 	if err != nil {
 		return ahp.Governance{}, err
 	}
-	a := &Admission{limits: g.limitsFor(key.Tenant), bySession: key.Session != "", counters: c}
+	a := &Admission{limits: g.limitsFor(key.Tenant), bySession: key.Session != ""}
+	a.counters.set(&c)
 	return a.Snapshot(), nil
 }
 

@@ -15,7 +15,7 @@ var hashBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b 
 // actionHash is action.Action.Hash without its allocations: the SHA-256
 // of the canonical JSON of {"input": …, "name": …}. An input that has no
 // canonical form gives the zero hash and false.
-func actionHash(a action.Action) ([sha256.Size]byte, bool) {
+func actionHash(a *action.Action) ([sha256.Size]byte, bool) {
 	bp := hashBufs.Get().(*[]byte)
 	defer hashBufs.Put(bp)
 	b := append((*bp)[:0], `{"input":`...)

@@ -47,7 +47,7 @@ func TestActionHashIsTheCanonicalHash(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, ok := actionHash(a)
+			got, ok := actionHash(&a)
 			if !ok || hex.EncodeToString(got[:]) != want {
 				t.Fatalf("actionHash %x, Hash %s", got, want)
 			}
@@ -58,7 +58,7 @@ func TestActionHashIsTheCanonicalHash(t *testing.T) {
 		"NaN":            {"x": []any{1, math.NaN()}},
 		"nested too far": {"d": []any{[]any{deep}}},
 	} {
-		if _, ok := actionHash(action.Action{Name: "x", Input: in}); ok {
+		if _, ok := actionHash(&action.Action{Name: "x", Input: in}); ok {
 			t.Errorf("%s: an input without a canonical form was hashed", name)
 		}
 		if _, err := (action.Action{Name: "x", Input: in}).Hash(); err == nil {
@@ -109,7 +109,7 @@ func TestActionHashTellsInputsApart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, ok := actionHash(a)
+		got, ok := actionHash(&a)
 		if !ok || hex.EncodeToString(got[:]) != want {
 			t.Fatalf("%v: actionHash %x, Hash %s", a.Input, got, want)
 		}
@@ -127,7 +127,7 @@ func TestActionHashTellsInputsApart(t *testing.T) {
 		for j := len(keys) - 1; j >= 0; j-- {
 			again[keys[j]] = in[keys[j]]
 		}
-		if h, _ := actionHash(action.Action{Name: a.Name, Input: again}); h != got {
+		if h, _ := actionHash(&action.Action{Name: a.Name, Input: again}); h != got {
 			t.Fatalf("the same input in another order hashes differently")
 		}
 		for what, changed := range map[string]action.Action{
@@ -136,7 +136,7 @@ func TestActionHashTellsInputsApart(t *testing.T) {
 			"shape": {Name: a.Name, Input: with(in, keys[0], []any{in[keys[0]]})},
 			"key":   {Name: a.Name, Input: with(in, keys[0]+"!", in[keys[0]])},
 		} {
-			if h, _ := actionHash(changed); h == got {
+			if h, _ := actionHash(&changed); h == got {
 				t.Fatalf("a changed %s hashes the same: %v", what, changed.Input)
 			}
 		}

@@ -491,3 +491,56 @@ func TestGovernanceSettlesAfterAReset(t *testing.T) {
 		})
 	}
 }
+
+// TestGovernanceFillsTheRequestsRoom: a request that comes with an empty
+// Admission (the dispatcher allocates one with each request) gets its
+// admission there, and keeps it when decided again; a refusal before the
+// governance step is counted there too; a store that cannot answer leaves
+// it empty, so that its records carry no counters.
+func TestGovernanceFillsTheRequestsRoom(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, policy.NewMemoryCounters(), policy.GovernanceOptions{Limits: policy.Limits{MaxActions: 5}})
+	room := &policy.Admission{}
+	assert.True(t, room.Snapshot().IsZero(), "an empty admission records nothing")
+	req := &policy.Request{Action: govRead("a"), Principal: "agent", Governance: room}
+	require.True(t, r.guard.Decide(ctx, req).Allowed())
+	require.Same(t, room, req.Governance)
+	s := room.Snapshot()
+	assert.Equal(t, "session", s.By)
+	assert.True(t, s.Counted)
+	assert.Equal(t, int64(1), s.Actions)
+	obs := action.Observation{Source: action.SourceWorkspace, Status: action.StatusOK, Payload: map[string]any{"content": "abc"}}
+	r.gov.Observe(ctx, req, &obs)
+	assert.Equal(t, int64(3), room.Snapshot().BytesRead)
+
+	// Decided again: a new admission, the first one as its records saw it.
+	require.True(t, r.guard.Decide(ctx, req).Allowed())
+	assert.NotSame(t, room, req.Governance)
+	assert.Equal(t, int64(1), room.Snapshot().Actions)
+	assert.Equal(t, int64(2), req.Governance.Snapshot().Actions)
+
+	// Refused before the governance step: counted in the room.
+	room = &policy.Admission{}
+	req = &policy.Request{Action: action.Action{Name: "no_such_action", SessionID: "s"}, Principal: "agent", Governance: room}
+	d := r.guard.Decide(ctx, req)
+	require.Equal(t, action.CodeUnknownAction, d.Code)
+	assert.True(t, room.Snapshot().IsZero())
+	obs = action.Observation{Source: action.SourcePolicy, Status: d.Code.Status(), Code: d.Code}
+	r.gov.Observe(ctx, req, &obs)
+	require.Same(t, room, req.Governance)
+	assert.Equal(t, int64(1), room.Snapshot().Refusals)
+	assert.False(t, room.Snapshot().Counted)
+
+	// The store cannot answer: refused, and the room stays empty.
+	down := policy.NewRedisCounters(testkit.Redis(t), redisPrefix(t))
+	gov, err := policy.NewGovernor(policy.GovernanceOptions{Limits: policy.Limits{MaxActions: 5}, Store: down})
+	require.NoError(t, err)
+	g := policy.NewGuard(schema.Catalog(), policy.Options{TrustedRuntime: true}, policy.Steps{Validating: []policy.Step{gov.Step()}})
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	room = &policy.Admission{}
+	req = &policy.Request{Action: govRead("a"), Governance: room}
+	require.Equal(t, action.CodeInternal, g.Decide(canceled, req).Code)
+	require.Same(t, room, req.Governance)
+	assert.True(t, room.Snapshot().IsZero())
+}

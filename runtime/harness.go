@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strconv"
 	"sync/atomic"
@@ -69,6 +70,9 @@ type Harness struct {
 	runtimes    map[string]mounted
 	subscribers []ahp.Sink
 	builtin     *Builtin
+	// governed: the guard has a governance step, so each request is
+	// allocated with room for its admission.
+	governed bool
 
 	idPrefix string
 	seq      atomic.Uint64
@@ -99,6 +103,7 @@ func New(opts Options) (*Harness, error) {
 		observer:  opts.Observer,
 		runtimes:  map[string]mounted{},
 		idPrefix:  "act-" + hex.EncodeToString(rnd[:]) + "-",
+		governed:  slices.Contains(opts.Guard.Checks(), policy.StepGovernance),
 	}
 	if h.agentID == "" {
 		h.agentID = "harness"
@@ -136,16 +141,33 @@ func (h *Harness) Builtin() *Builtin { return h.builtin }
 // it. A Modify decision's new input is in the returned decision's Input.
 func (h *Harness) Decide(ctx context.Context, a action.Action) (policy.Decision, *schema.ActionSchema) {
 	req := h.request(ctx, a)
-	d := h.guard.Decide(ctx, &req)
+	d := h.guard.Decide(ctx, req)
 	if d.Outcome == policy.Modify {
 		d.Input = req.Action.Input
 	}
 	return d, req.Schema
 }
 
+// governedRequest is a request allocated with room for what the
+// governance step admits (policy.Admission): the request lives as long as
+// the action, and so does its admission.
+type governedRequest struct {
+	req policy.Request
+	adm policy.Admission
+}
+
 // request builds the guard's request for a in the phase of ctx.
-func (h *Harness) request(ctx context.Context, a action.Action) policy.Request {
-	return policy.Request{Action: a, Principal: PrincipalFrom(ctx), Phase: PhaseFrom(ctx), Sanitizer: h.sanitizer}
+func (h *Harness) request(ctx context.Context, a action.Action) *policy.Request {
+	var req *policy.Request
+	var room *policy.Admission
+	if h.governed {
+		g := new(governedRequest)
+		req, room = &g.req, &g.adm
+	} else {
+		req = new(policy.Request)
+	}
+	*req = policy.Request{Action: a, Principal: PrincipalFrom(ctx), Phase: PhaseFrom(ctx), Sanitizer: h.sanitizer, Governance: room}
+	return req
 }
 
 // Execute takes one action through the whole pipeline and returns its
@@ -168,11 +190,11 @@ func (h *Harness) Execute(ctx context.Context, a action.Action) (obs action.Obse
 	}()
 
 	req := h.request(ctx, a)
-	d := h.guard.Decide(ctx, &req)
+	d := h.guard.Decide(ctx, req)
 	sc := req.Schema
-	ev := eventFrame{h: h, ctx: ctx, a: &a, id: id, principal: req.Principal, phase: req.Phase, decision: d, req: &req}
+	ev := eventFrame{h: h, ctx: ctx, a: &a, id: id, principal: req.Principal, phase: req.Phase, decision: d, req: req}
 	if h.recorder != nil || len(h.subscribers) > 0 { // nobody to tell: nothing to sanitize
-		ev.sanitizeInput(&req, a)
+		ev.sanitizeInput(req, a)
 	}
 	a = req.Action // what runs is what the guard allowed
 	if !d.Plain() {
@@ -203,7 +225,7 @@ func (h *Harness) Execute(ctx context.Context, a action.Action) (obs action.Obse
 			ev.approval = obs.Approval.ID
 		}
 		ev.emit(ahp.PreAction, nil, false)
-		h.observe(ctx, &req, &obs)
+		h.observe(ctx, req, &obs)
 		ev.emit(ahp.PostAction, &obs, false)
 		return obs
 	}
@@ -214,7 +236,7 @@ func (h *Harness) Execute(ctx context.Context, a action.Action) (obs action.Obse
 		}
 		obs.LatencyMS = ms(time.Since(start))
 		ev.emit(ahp.PreAction, nil, false)
-		h.observe(ctx, &req, &obs)
+		h.observe(ctx, req, &obs)
 		ev.emit(ahp.PostAction, &obs, false)
 		return obs
 	}
@@ -223,14 +245,14 @@ func (h *Harness) Execute(ctx context.Context, a action.Action) (obs action.Obse
 		obs = h.fail(id, a.Name, action.SourceHarness, action.Errorf(action.CodeInternal, "no runtime %q is mounted for %s", sc.Runtime, a.Name))
 		obs.LatencyMS = ms(time.Since(start))
 		ev.emit(ahp.PreAction, nil, false)
-		h.observe(ctx, &req, &obs)
+		h.observe(ctx, req, &obs)
 		ev.emit(ahp.PostAction, &obs, false)
 		return obs
 	}
 	if err := ev.emit(ahp.PreAction, nil, durable); err != nil && recorded {
 		obs = h.fail(id, a.Name, action.SourceHarness, action.Errorf(action.CodeInternal, "the audit log cannot record this trusted action, so it does not run: %v", err))
 		obs.LatencyMS = ms(time.Since(start))
-		h.observe(ctx, &req, &obs)
+		h.observe(ctx, req, &obs)
 		ev.emit(ahp.Error, &obs, false)
 		return obs
 	}
@@ -252,7 +274,7 @@ func (h *Harness) Execute(ctx context.Context, a action.Action) (obs action.Obse
 		obs.Status, obs.Payload = action.StatusOK, payload
 	}
 	obs.LatencyMS = ms(time.Since(start))
-	h.observe(ctx, &req, &obs)
+	h.observe(ctx, req, &obs)
 	ev.emit(ahp.PostAction, &obs, durable)
 	if obs.Status == action.StatusError {
 		ev.emit(ahp.Error, &obs, false)

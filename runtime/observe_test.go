@@ -216,3 +216,109 @@ func TestRedactObservationsSkipsAnUnredactedRule(t *testing.T) {
 	assert.NotContains(t, obs.Payload["content"], plantedAWS)
 	assert.Contains(t, obs.Payload, runtime.RedactedKey)
 }
+
+// auditLog is a Recorder that keeps every record.
+type auditLog struct{ events []ahp.Event }
+
+func (l *auditLog) Record(_ context.Context, ev ahp.Event, _ bool) error {
+	l.events = append(l.events, ev)
+	return nil
+}
+
+// TestEveryAuditRecordCarriesTheGovernanceSnapshot: with an audit log and
+// no subscriber, each record of a governed action (pre_action as decided,
+// post_action and error as counted) carries the session's counters, the
+// action's hash and what remains of its budgets; an action the guard
+// refuses before the governance step is recorded without counters as
+// decided and with its refusal counted; a dispatcher without governance
+// records none.
+func TestEveryAuditRecordCarriesTheGovernanceSnapshot(t *testing.T) {
+	gov, err := policy.NewGovernor(policy.GovernanceOptions{Limits: policy.Limits{
+		MaxActions: 3, RepeatFailing: policy.DefaultRepeatFailing, RepeatIdentical: policy.DefaultRepeatIdentical,
+	}})
+	require.NoError(t, err)
+	build := func(gov *policy.Governor) (*runtime.Harness, *auditLog) {
+		s := wholeSanitizer(t)
+		reg := schema.Catalog()
+		var steps policy.Steps
+		var obs runtime.Observer
+		if gov != nil {
+			steps.Validating, obs = []policy.Step{gov.Step()}, gov
+		}
+		log := &auditLog{}
+		h, err := runtime.New(runtime.Options{Registry: reg, Guard: policy.NewGuard(reg, policy.Options{}, steps), Sanitizer: s, Recorder: log, Observer: obs})
+		require.NoError(t, err)
+		require.NoError(t, h.Register(runtime.Spec{Name: "noop", Input: json.RawMessage(`{"properties":{"n":{"type":"integer"}}}`)}, func(context.Context, map[string]any) (map[string]any, error) { return map[string]any{"ok": true}, nil }))
+		require.NoError(t, h.Register(runtime.Spec{Name: "broken"}, func(context.Context, map[string]any) (map[string]any, error) {
+			return nil, action.Errorf(action.CodeNotFound, "nothing there")
+		}))
+		return h, log
+	}
+	ctx := context.Background()
+	h, log := build(gov)
+	records := func(obs action.Observation) map[ahp.EventType]ahp.Governance {
+		out := map[ahp.EventType]ahp.Governance{}
+		for _, ev := range log.events {
+			if ev.Payload.ActionID == obs.ActionID {
+				out[ev.EventType] = ev.Payload.Governance
+			}
+		}
+		return out
+	}
+
+	noop := action.Action{Name: "noop", SessionID: "s", Input: map[string]any{"n": 1}}
+	hash, err := noop.Hash()
+	require.NoError(t, err)
+	for i := int64(1); i <= 2; i++ {
+		obs := h.Execute(ctx, noop)
+		require.True(t, obs.OK(), string(obs.JSON()))
+		got := records(obs)
+		require.Len(t, got, 2, "pre_action and post_action")
+		for _, typ := range []ahp.EventType{ahp.PreAction, ahp.PostAction} {
+			g := got[typ]
+			assert.Equal(t, "session", g.By, typ)
+			assert.True(t, g.Counted, typ)
+			assert.Equal(t, hash, g.ActionHash, typ)
+			assert.Equal(t, i, g.Actions, typ)
+			left, ok := g.Remaining.Get(policy.BudgetActions)
+			assert.True(t, ok, typ)
+			assert.Equal(t, 3-i, left, typ)
+		}
+	}
+
+	obs := h.Execute(ctx, action.Action{Name: "broken", SessionID: "s"})
+	require.Equal(t, action.StatusError, obs.Status, string(obs.JSON()))
+	got := records(obs)
+	require.Len(t, got, 3, "pre_action, post_action and error")
+	assert.Equal(t, int64(0), got[ahp.PreAction].Errors, "as decided")
+	for _, typ := range []ahp.EventType{ahp.PostAction, ahp.Error} {
+		assert.Equal(t, int64(3), got[typ].Actions, typ)
+		assert.Equal(t, int64(1), got[typ].Errors, "as counted: %s", typ)
+		assert.Equal(t, int64(1), got[typ].ConsecutiveErrors, typ)
+	}
+
+	obs = h.Execute(ctx, noop)
+	require.Equal(t, action.CodeBudgetExhausted, obs.Code, string(obs.JSON()))
+	got = records(obs)
+	assert.False(t, got[ahp.PreAction].Counted)
+	assert.Equal(t, int64(3), got[ahp.PreAction].Actions)
+	left, _ := got[ahp.PreAction].Remaining.Get(policy.BudgetActions)
+	assert.Equal(t, int64(0), left)
+	assert.Equal(t, int64(1), got[ahp.PostAction].Refusals, "the refusal is counted")
+
+	obs = h.Execute(ctx, action.Action{Name: "no_such_action", SessionID: "s"})
+	require.Equal(t, action.CodeUnknownAction, obs.Code, string(obs.JSON()))
+	got = records(obs)
+	assert.True(t, got[ahp.PreAction].IsZero(), "refused before the governance step: nothing admitted")
+	assert.Equal(t, "session", got[ahp.PostAction].By)
+	assert.False(t, got[ahp.PostAction].Counted)
+	assert.Equal(t, int64(2), got[ahp.PostAction].Refusals, "its refusal is counted")
+
+	plain, plainLog := build(nil)
+	obs = plain.Execute(ctx, noop)
+	require.True(t, obs.OK(), string(obs.JSON()))
+	require.NotEmpty(t, plainLog.events)
+	for _, ev := range plainLog.events {
+		assert.True(t, ev.Payload.Governance.IsZero(), "a dispatcher without governance recorded counters")
+	}
+}

@@ -35,7 +35,7 @@ func (h *Harness) Prepare(ctx context.Context, a action.Action) (action.Action, 
 	}
 	a.ID, a.Trusted = id, true
 	req := h.request(ctx, a)
-	d := h.guard.Decide(ctx, &req)
+	d := h.guard.Decide(ctx, req)
 	sc := req.Schema
 	next := req.Action
 	next.Trusted = false
@@ -52,9 +52,9 @@ func (h *Harness) Prepare(ctx context.Context, a action.Action) (action.Action, 
 		}
 	}
 	obs := action.Observation{ActionID: id, Action: a.Name, Decision: d.Info()}
-	ev := eventFrame{h: h, ctx: ctx, a: &a, id: id, principal: req.Principal, phase: req.Phase, decision: d, req: &req}
+	ev := eventFrame{h: h, ctx: ctx, a: &a, id: id, principal: req.Principal, phase: req.Phase, decision: d, req: req}
 	if h.recorder != nil || len(h.subscribers) > 0 {
-		ev.sanitizeInput(&req, a)
+		ev.sanitizeInput(req, a)
 	}
 	switch {
 	case d.Outcome == policy.Ask:
