@@ -322,13 +322,17 @@ func TestE2EApproveInBrowserThenExecute(t *testing.T) {
 // (409), the file left as it was changed.
 func TestE2EExpiredAndStale(t *testing.T) {
 	w := startBrowser(t)
-	s := startE2EServer(t, func(c *config.Config) { c.Harness.Approvals.TTLSeconds = 3 })
+	// Long enough for the console to show the approval on a loaded
+	// machine; the test then waits for the rest of it.
+	const ttl = 10 * time.Second
+	s := startE2EServer(t, func(c *config.Config) { c.Harness.Approvals.TTLSeconds = int(ttl / time.Second) })
 
+	asked := time.Now()
 	late := s.ask(e2eAgent, "b.txt", "late\n", "sess-1")
 	signInBrowser(w, s.url, e2eReviewer)
 	w.click(fmt.Sprintf(`#pending button[data-id=%q]`, late))
 	w.waitText("#d-preview", "late")
-	time.Sleep(3500 * time.Millisecond)
+	time.Sleep(time.Until(asked.Add(ttl + 500*time.Millisecond)))
 	w.click("#approve-once")
 	w.waitFor("the expiry shown", func() bool { return strings.Contains(w.text("#decide-msg"), "expired") })
 	if _, m := s.call("GET", "/v1/approvals/"+late, e2eAgent, nil); m["status"] != "expired" || m["token"] != nil {

@@ -235,8 +235,15 @@ func TestTheChecksCatchAnUnsandboxedRun(t *testing.T) {
 			t.Errorf("without the sandbox the recipe should plant %s", p)
 		}
 	}
-	time.Sleep(2 * time.Second)
-	if _, err := os.Stat(filepath.Join(root, "LATE")); err != nil {
-		t.Error("without the sandbox the setsid child should outlive the action")
+	// The child sleeps a second before it writes; a loaded machine may
+	// take longer to run it.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(root, "LATE")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("without the sandbox the setsid child should outlive the action: %.3000s", out.String())
+			break
+		}
 	}
 }
