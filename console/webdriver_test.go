@@ -168,7 +168,11 @@ func (w *wd) try(method, url string, body, out any) error {
 		return fmt.Errorf("%s %s: %d %s", method, url, res.StatusCode, tail(string(data), 300))
 	}
 	if res.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s %s: %d %s", method, url, res.StatusCode, tail(string(env.Value), 500))
+		var e struct {
+			Error string `json:"error"`
+		}
+		json.Unmarshal(env.Value, &e)
+		return fmt.Errorf("%s %s: %d %s: %s", method, url, res.StatusCode, e.Error, tail(string(env.Value), 500))
 	}
 	if out != nil {
 		return json.Unmarshal(env.Value, out)
@@ -209,9 +213,22 @@ func (w *wd) find(css string) string {
 	return id
 }
 
+// click clicks the first element matching css. The console redraws its
+// list as approvals come and go: an element found just before a redraw is
+// gone by the click (404, stale element), and is then looked up again.
 func (w *wd) click(css string) {
 	w.t.Helper()
-	w.call("POST", w.base+"/element/"+w.find(css)+"/click", map[string]any{}, nil)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		err := w.try("POST", w.base+"/element/"+w.find(css)+"/click", map[string]any{}, nil)
+		if err == nil {
+			return
+		}
+		if !strings.Contains(err.Error(), ": stale element reference: ") || time.Now().After(deadline) {
+			w.t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func (w *wd) typeInto(css, text string) {
