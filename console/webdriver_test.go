@@ -224,7 +224,7 @@ func (w *wd) click(css string) {
 		if err == nil {
 			return
 		}
-		if !strings.Contains(err.Error(), ": stale element reference: ") || time.Now().After(deadline) {
+		if !strings.Contains(err.Error(), " stale element reference: ") || time.Now().After(deadline) {
 			w.t.Fatal(err)
 		}
 		time.Sleep(50 * time.Millisecond)

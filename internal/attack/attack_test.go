@@ -61,7 +61,8 @@ const recipe = `all:
 	-mv nested/.git nested/.git-old 2>&1; mkdir -p nested/.git/hooks; echo 'touch PWNED' > nested/.git/hooks/post-checkout 2>&1 ; true
 	-mkdir -p Deep/.GIT 2>&1; echo x > Deep/.GIT/config 2>&1 ; true
 	-cat /etc/shadow 2>&1 | head -c 200 ; true
-	-setsid sh -c 'sleep 1; touch LATE' > /dev/null 2>&1 &
+	-setsid sh -c 'touch DETACHED; sleep 1; touch LATE' > /dev/null 2>&1 &
+	-i=0; while [ ! -f DETACHED ] && [ $$i -lt 200 ]; do sleep 0.05; i=$$((i+1)); done
 	@echo recipe-done
 `
 
@@ -235,8 +236,9 @@ func TestTheChecksCatchAnUnsandboxedRun(t *testing.T) {
 			t.Errorf("without the sandbox the recipe should plant %s", p)
 		}
 	}
-	// The child sleeps a second before it writes; a loaded machine may
-	// take longer to run it.
+	// The recipe waits until the child is in a session of its own (before
+	// that, ending the action's process group ends it too); the child
+	// then sleeps a second before it writes.
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		if _, err := os.Stat(filepath.Join(root, "LATE")); err == nil {
 			break
