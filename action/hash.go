@@ -22,12 +22,26 @@ import (
 // Equal actions hash equally across processes, key orders, whitespace and
 // number spellings (1, 1.0 and 1e0 are one number).
 func (a Action) Hash() (string, error) {
-	b, err := Canonical(map[string]any{"name": a.Name, "input": a.Input})
+	sum, _, err := a.AppendSum(make([]byte, 0, 128))
 	if err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:]), nil
+}
+
+// AppendSum returns the SHA-256 that Hash writes in hex, using buf (its
+// contents are replaced) for the canonical JSON, and buf as it grew, so
+// that a caller hashing many actions can reuse one buffer.
+func (a *Action) AppendSum(buf []byte) (sum [sha256.Size]byte, out []byte, err error) {
+	b := append(buf[:0], `{"input":`...)
+	// One level down, as in the object {"input", "name"} Hash encodes.
+	if b, err = appendCanonical(b, a.Input, 1); err != nil {
+		return sum, buf, err
+	}
+	b = append(b, `,"name":`...)
+	b = AppendJSONString(b, a.Name)
+	b = append(b, '}')
+	return sha256.Sum256(b), b, nil
 }
 
 // Canonical returns the canonical JSON form of v: object keys sorted by
@@ -62,6 +76,42 @@ type CanonicalValuer interface {
 }
 
 const maxCanonicalDepth = 256
+
+// smallObject is how many keys an object may have for its keys and values
+// to be sorted together on the stack, each map entry read once, rather
+// than its keys sorted and each value looked up again.
+const smallObject = 16
+
+type keyValue struct {
+	k string
+	v any
+}
+
+func appendSmallObject(b []byte, x map[string]any, depth int) ([]byte, error) {
+	var kv [smallObject]keyValue
+	n := 0
+	for k, e := range x { // insertion sort: a few keys
+		i := n
+		for ; i > 0 && kv[i-1].k > k; i-- {
+			kv[i] = kv[i-1]
+		}
+		kv[i] = keyValue{k, e}
+		n++
+	}
+	b = append(b, '{')
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = AppendJSONString(b, kv[i].k)
+		b = append(b, ':')
+		var err error
+		if b, err = appendCanonical(b, kv[i].v, depth+1); err != nil {
+			return b, err
+		}
+	}
+	return append(b, '}'), nil
+}
 
 func appendCanonical(b []byte, v any, depth int) ([]byte, error) {
 	if depth > maxCanonicalDepth {
@@ -104,8 +154,10 @@ func appendCanonical(b []byte, v any, depth int) ([]byte, error) {
 	case uint64:
 		return appendUint(b, x)
 	case map[string]any:
-		var small [16]string
-		keys := small[:0]
+		if len(x) <= smallObject {
+			return appendSmallObject(b, x, depth)
+		}
+		keys := make([]string, 0, len(x))
 		for k := range x {
 			keys = append(keys, k)
 		}

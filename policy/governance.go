@@ -535,34 +535,12 @@ type payloadKeys struct {
 	exitCode, durationMS, bytesRead, bytesWritten, content, matches any
 }
 
-// smallPayload is the size up to which one pass over a payload costs less
-// than a lookup of each key Observe reads.
-const smallPayload = 8
-
-func readPayload(p map[string]any) (k payloadKeys) {
-	if len(p) > smallPayload {
-		k.exitCode, k.durationMS = p["exit_code"], p["duration_ms"]
-		k.bytesRead, k.bytesWritten = p["bytes_read"], p["bytes_written"]
-		k.content, k.matches = p["content"], p["matches"]
-		return k
+func readPayload(p map[string]any) payloadKeys {
+	return payloadKeys{
+		exitCode: p["exit_code"], durationMS: p["duration_ms"],
+		bytesRead: p["bytes_read"], bytesWritten: p["bytes_written"],
+		content: p["content"], matches: p["matches"],
 	}
-	for key, v := range p {
-		switch key {
-		case "exit_code":
-			k.exitCode = v
-		case "duration_ms":
-			k.durationMS = v
-		case "bytes_read":
-			k.bytesRead = v
-		case "bytes_written":
-			k.bytesWritten = v
-		case "content":
-			k.content = v
-		case "matches":
-			k.matches = v
-		}
-	}
-	return k
 }
 
 // integer is v as an integer when it is one of the number types
