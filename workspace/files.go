@@ -162,7 +162,10 @@ func (w *Workspace) listFiles(ctx context.Context, in map[string]any) (map[strin
 	}
 	l := &lister{ctx: ctx, max: int(min(maxEntries, hardMaxEntries)), recursive: recursive, includeGit: includeGit, details: details}
 	if !recursive {
-		if ents, ok := w.lists.get(rel, details); ok {
+		// A directory the cache serves is opened through its own chain
+		// of watched directories; anything it does not (a symlink on the
+		// way, another file system, an error) is read below.
+		if ents, ok := w.lists.list(rel, details); ok {
 			return l.flat(rel, ents)
 		}
 	}
@@ -183,12 +186,6 @@ func (w *Workspace) listFiles(ctx context.Context, in map[string]any) (map[strin
 		return nil, action.Errorf(action.CodeInvalidInput, "path %s is on the %s pseudo file system, which is never served", quote(rel), name)
 	}
 	l.dev, l.hasDev = deviceOf(rootInfo)
-	if !recursive {
-		if ents, ok := w.lists.fill(w.root, rel, details); ok {
-			dir.Close()
-			return l.flat(rel, ents)
-		}
-	}
 	if err := l.walk(dir, rel, 0); err != nil {
 		return nil, err
 	}

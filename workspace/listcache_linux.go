@@ -107,23 +107,15 @@ func newListCache(root *os.Root) *listCache {
 // stays off.
 func (c *listCache) start() bool {
 	c.started = true
-	f, err := c.root.Open(".")
-	if err != nil {
-		return false
-	}
-	defer f.Close()
 	var sfs unix.Statfs_t
 	var st unix.Stat_t
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return false
-	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) {
-		if serr = unix.Fstatfs(int(fd), &sfs); serr == nil {
-			serr = unix.Fstat(int(fd), &st)
+	err := withDirFd(c.root, func(fd int) error {
+		if err := unix.Fstatfs(fd, &sfs); err != nil {
+			return err
 		}
-	}); err != nil || serr != nil || !localFS[int64(sfs.Type)] {
+		return unix.Fstat(fd, &st)
+	})
+	if err != nil || !localFS[int64(sfs.Type)] {
 		return false
 	}
 	c.rootDev, c.buf = st.Dev, make([]byte, 64<<10)
@@ -159,41 +151,13 @@ func (c *listCache) close() {
 	c.dirs, c.closed = nil, true
 }
 
-// get returns the cached entries of the directory at rel (names and types,
-// or with details), or false.
-func (c *listCache) get(rel string, details bool) ([]listEntry, bool) {
-	if c == nil {
-		return nil, false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.fd < 0 || !c.drain() {
-		return nil, false
-	}
-	d := c.dirs[rel]
-	switch {
-	case d == nil:
-		return nil, false
-	case !details:
-		if d.names == nil {
-			return nil, false
-		}
-		c.hits++
-		return d.names, true
-	case d.details != nil && time.Since(d.filled) > maxDetailsAge:
-		d.details = nil
-	}
-	if d.details == nil {
-		return nil, false
-	}
-	c.hits++
-	return d.details, true
-}
-
-// fill reads the directory at rel (a path checkPath accepted) for the
-// cache and returns its entries sorted by name, or false when it cannot be
-// cached; the caller then lists it as it would without a cache.
-func (c *listCache) fill(root *os.Root, rel string, details bool) ([]listEntry, bool) {
+// list returns the entries of the directory at rel (a path checkPath
+// accepted), names and types or with details, sorted by name: those
+// cached if they still hold, else read for the cache. It reports false
+// when the directory cannot be cached (or does not exist, or is not a
+// directory): the caller then lists it as it would without a cache, and
+// says why it cannot.
+func (c *listCache) list(rel string, details bool) ([]listEntry, bool) {
 	if c == nil {
 		return nil, false
 	}
@@ -205,26 +169,44 @@ func (c *listCache) fill(root *os.Root, rel string, details bool) ([]listEntry, 
 	if c.fd < 0 || !c.drain() {
 		return nil, false
 	}
+	if ents, ok := c.cached(rel, details); ok {
+		c.hits++
+		return ents, true
+	}
+	return c.fill(rel, details)
+}
+
+// cached returns the entries of rel as last read, if they are kept.
+func (c *listCache) cached(rel string, details bool) ([]listEntry, bool) {
+	d := c.dirs[rel]
+	switch {
+	case d == nil:
+		return nil, false
+	case !details:
+		return d.names, d.names != nil
+	case d.details != nil && time.Since(d.filled) > maxDetailsAge:
+		d.details = nil
+	}
+	return d.details, d.details != nil
+}
+
+// fill reads the directory at rel for the cache; c.mu is held and the
+// queue drained.
+func (c *listCache) fill(rel string, details bool) ([]listEntry, bool) {
 	if len(c.dirs) >= maxCachedDirs || len(c.watches) >= maxWatches {
 		if c.reset() != nil {
 			return nil, false
 		}
 	}
 	start := c.events
-	f, err := root.Open(".")
-	if err != nil {
-		return nil, false
-	}
-	defer f.Close()
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return nil, false
-	}
 	var (
 		ents []listEntry
 		ok   bool
 	)
-	if err := rc.Control(func(rootFd uintptr) { ents, ok = c.readChain(int(rootFd), rel, details) }); err != nil || !ok {
+	if err := withDirFd(c.root, func(rootFd int) error {
+		ents, ok = c.readChain(rootFd, rel, details)
+		return nil
+	}); err != nil || !ok {
 		return nil, false
 	}
 	if !c.drain() || c.events != start {

@@ -12,6 +12,4 @@ func newListCache(*os.Root) *listCache { return nil }
 
 func (*listCache) close() {}
 
-func (*listCache) get(string, bool) ([]listEntry, bool) { return nil, false }
-
-func (*listCache) fill(*os.Root, string, bool) ([]listEntry, bool) { return nil, false }
+func (*listCache) list(string, bool) ([]listEntry, bool) { return nil, false }

@@ -40,16 +40,34 @@ var pseudoFS = map[int64]string{
 // for an ordinary file system (or when statfs fails, which then fails the
 // read that follows instead).
 func pseudoFSOf(f *os.File) string {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return ""
-	}
 	var st syscall.Statfs_t
-	var serr error
-	if err := rc.Control(func(fd uintptr) { serr = syscall.Fstatfs(int(fd), &st) }); err != nil || serr != nil {
+	if withFd(f, func(fd int) error { return syscall.Fstatfs(fd, &st) }) != nil {
 		return ""
 	}
 	return pseudoFS[int64(st.Type)]
+}
+
+// withFd runs fn on the descriptor of f.
+func withFd(f *os.File, fn func(fd int) error) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { ferr = fn(int(fd)) }); err != nil {
+		return err
+	}
+	return ferr
+}
+
+// withDirFd runs fn on a descriptor of the directory dir is open on.
+func withDirFd(dir *os.Root, fn func(fd int) error) error {
+	f, err := dir.Open(".")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return withFd(f, fn)
 }
 
 // dirEntry is a name and file type read straight from getdents(2): no
@@ -63,24 +81,12 @@ var direntBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &
 
 // readDirTypes lists dir with getdents64, unsorted. Entries whose type the
 // file system does not report (DT_UNKNOWN) are lstat'ed through dir.
-func readDirTypes(dir *os.Root) ([]dirEntry, error) {
-	f, err := dir.Open(".")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	var (
-		out  []dirEntry
-		rerr error
-	)
-	if err := rc.Control(func(fd uintptr) { out, rerr = readDirFd(int(fd)) }); err != nil {
-		return nil, err
-	}
-	return out, rerr
+func readDirTypes(dir *os.Root) (out []dirEntry, err error) {
+	err = withDirFd(dir, func(fd int) error {
+		out, err = readDirFd(fd)
+		return err
+	})
+	return out, err
 }
 
 // readDirFd lists the directory open on fd with getdents64, unsorted,
