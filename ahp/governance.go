@@ -15,7 +15,10 @@ type Governance struct {
 	// actions without a session_id).
 	By string `json:"by"`
 	// ActionHash is the action's canonical hash, which the repeat checks
-	// compare.
+	// compare. Only an action they had reason to compare is hashed: every
+	// action that changes something, and a read that failed or was issued
+	// while a failing streak was open. A read that succeeds in a session
+	// without one is not hashed, and its records carry no hash.
 	ActionHash string `json:"action_hash,omitempty"`
 	// Counted reports whether this action counts against the budgets: it
 	// was admitted in phase direct or execute (a preview is checked, not
@@ -69,6 +72,15 @@ func budgetIndex(name string) int {
 // Set records what is left of budget name; an unknown name is ignored.
 func (r *Remaining) Set(name string, left int64) {
 	if i := budgetIndex(name); i >= 0 {
+		r.set |= 1 << i
+		r.left[i] = left
+	}
+}
+
+// SetIndex records what is left of Budgets[i]; an index out of range is
+// ignored.
+func (r *Remaining) SetIndex(i int, left int64) {
+	if i >= 0 && i < len(Budgets) {
 		r.set |= 1 << i
 		r.left[i] = left
 	}

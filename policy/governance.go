@@ -298,10 +298,9 @@ type Admission struct {
 	slot      Slot // where the store found the counters, for the observer
 	counters  tally
 	weight    int64
-	hash      [sha256.Size]byte
-	hexBuf    [2 * sha256.Size]byte // hash in hex, once a snapshot needed it
+	sum       ActionSum             // unused (nil action) when no repeat limit applies
+	hexBuf    [2 * sha256.Size]byte // the hash in hex, once a snapshot needed it
 	bySession bool
-	hashed    bool
 	hexed     bool
 	changes   bool
 	counted   bool
@@ -332,11 +331,20 @@ func (t *tally) set(c *Counters) {
 // audit records carry them: at the decision, and after the observer
 // counted the outcome. Nil gives the zero value, which records nothing.
 func (a *Admission) Snapshot() ahp.Governance {
+	var s ahp.Governance
+	a.SnapshotTo(&s)
+	return s
+}
+
+// SnapshotTo writes Snapshot into *s (an event's payload) without the
+// copies of a returned value.
+func (a *Admission) SnapshotTo(s *ahp.Governance) {
 	if a.empty() {
-		return ahp.Governance{}
+		*s = ahp.Governance{}
+		return
 	}
 	c, l := &a.counters, a.limits
-	s := ahp.Governance{
+	*s = ahp.Governance{
 		By: "principal", Counted: a.counted, Actions: c.Actions, Errors: c.Errors,
 		ConsecutiveErrors: c.ConsecutiveErrors, Refusals: c.Refusals, ConsecutiveRefusals: c.ConsecutiveRefusals,
 		Risk: c.Risk, BytesWritten: c.BytesWritten, BytesRead: c.BytesRead, CommandMS: c.CommandMS,
@@ -345,29 +353,24 @@ func (a *Admission) Snapshot() ahp.Governance {
 	if a.bySession {
 		s.By = "session"
 	}
-	if a.hashed {
+	if hash, ok := a.sum.known(); ok {
 		if !a.hexed {
 			// Written once and never again (the hash of an Admission does
 			// not change once set), so the string may share its bytes:
 			// every audit record of the action carries it with no
 			// allocation.
-			hex.Encode(a.hexBuf[:], a.hash[:])
+			hex.Encode(a.hexBuf[:], hash[:])
 			a.hexed = true
 		}
 		s.ActionHash = unsafe.String(&a.hexBuf[0], len(a.hexBuf))
 	}
-	left := func(name string, limit, used int64) {
+	// In the order of ahp.Budgets.
+	for i, limit := range [...]int64{l.MaxActions, l.MaxRisk, l.MaxErrors, l.MaxConsecutiveErrors, int64(l.MaxWall / time.Second), l.MaxBytesWritten} {
 		if limit > 0 {
-			s.Remaining.Set(name, max(limit-used, 0))
+			used := [...]int64{c.Actions, c.Risk, c.Errors, c.ConsecutiveErrors, c.WallMS / 1000, c.BytesWritten}[i]
+			s.Remaining.SetIndex(i, max(limit-used, 0))
 		}
 	}
-	left(BudgetActions, l.MaxActions, c.Actions)
-	left(BudgetRisk, l.MaxRisk, c.Risk)
-	left(BudgetErrors, l.MaxErrors, c.Errors)
-	left(BudgetConsecutiveErrors, l.MaxConsecutiveErrors, c.ConsecutiveErrors)
-	left(BudgetWall, int64(l.MaxWall/time.Second), s.WallMS/1000)
-	left(BudgetBytesWritten, l.MaxBytesWritten, c.BytesWritten)
-	return s
 }
 
 // empty reports whether a is nil or room the governance step has not
@@ -381,12 +384,9 @@ func (g *Governor) decide(ctx context.Context, req *Request) Decision {
 		return Decision{}
 	}
 	adm := g.admission(req, lim)
-	if g.hashing {
-		adm.hash, adm.hashed = actionHash(&req.Action)
-	}
 	count := req.Phase != PhasePreview
 	v, c, err := g.store.Admit(ctx, KeyOf(req.Action, req.Principal), AdmitArgs{
-		Count: count, Hash: adm.hash, Weight: adm.weight, Changes: adm.changes, Limits: lim, IdleTTL: g.idleTTL, Slot: &adm.slot,
+		Count: count, Hash: g.sum(adm, req), Weight: adm.weight, Changes: adm.changes, Limits: lim, IdleTTL: g.idleTTL, Slot: &adm.slot,
 	})
 	if err != nil {
 		// Fail closed: a budget nobody can check is not a budget. Nothing
@@ -421,6 +421,23 @@ func (g *Governor) admission(req *Request, lim *Limits) *Admission {
 		adm.changes = req.Schema.Risk != schema.RiskRead
 	}
 	return adm
+}
+
+// sum is the hash of req's action, kept in adm and computed when a store
+// first asks for it, or nil when no repeat limit applies.
+func (g *Governor) sum(adm *Admission, req *Request) *ActionSum {
+	if !g.hashing {
+		return nil
+	}
+	if adm.sum.action == nil {
+		adm.sum.action = &req.Action
+		if adm.changes {
+			// Its settlement needs the hash whatever happens, and the
+			// pre_action record then carries it too.
+			adm.sum.Sum()
+		}
+	}
+	return &adm.sum
 }
 
 func (g *Governor) message(req *Request, lim *Limits, v Verdict, c *Counters) string {
@@ -483,10 +500,7 @@ func (g *Governor) Observe(ctx context.Context, req *Request, obs *action.Observ
 		o.Failed = true
 	}
 	if o.Ran {
-		if !adm.hashed && g.hashing {
-			adm.hash, adm.hashed = actionHash(&req.Action)
-		}
-		o.Hash, o.Hashed = adm.hash, adm.hashed
+		o.Hash = g.sum(adm, req)
 		if o.Failed || o.Refused {
 			o.Result = resultHash(obs)
 		}
@@ -536,6 +550,28 @@ type payloadKeys struct {
 }
 
 func readPayload(p map[string]any) payloadKeys {
+	if len(p) <= 8 {
+		// A few keys: one pass over them costs less than six lookups,
+		// most of which miss.
+		var k payloadKeys
+		for name, v := range p {
+			switch name {
+			case "exit_code":
+				k.exitCode = v
+			case "duration_ms":
+				k.durationMS = v
+			case "bytes_read":
+				k.bytesRead = v
+			case "bytes_written":
+				k.bytesWritten = v
+			case "content":
+				k.content = v
+			case "matches":
+				k.matches = v
+			}
+		}
+		return k
+	}
 	return payloadKeys{
 		exitCode: p["exit_code"], durationMS: p["duration_ms"],
 		bytesRead: p["bytes_read"], bytesWritten: p["bytes_written"],

@@ -4,12 +4,15 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/harness-runtime/harness/action"
+	"github.com/harness-runtime/harness/ahp"
 )
 
 // The repeat checks compare actionHash, which must be the canonical hash
@@ -162,4 +165,40 @@ func word(rnd *rand.Rand) string {
 		b.WriteRune(r[rnd.IntN(len(r))])
 	}
 	return b.String()
+}
+
+// TestSnapshotBudgetOrder: Snapshot fills ahp.Remaining by index, in the
+// order of ahp.Budgets, which must name the budgets as this package does.
+func TestSnapshotBudgetOrder(t *testing.T) {
+	names := []string{BudgetActions, BudgetRisk, BudgetErrors, BudgetConsecutiveErrors, BudgetWall, BudgetBytesWritten}
+	if len(names) != len(ahp.Budgets) {
+		t.Fatalf("%d budgets here, %d in ahp.Budgets", len(names), len(ahp.Budgets))
+	}
+	for i, n := range names {
+		if ahp.Budgets[i] != n {
+			t.Errorf("ahp.Budgets[%d] is %q, the snapshot writes %q there", i, ahp.Budgets[i], n)
+		}
+	}
+	lim := &Limits{MaxActions: 10, MaxRisk: 20, MaxErrors: 30, MaxConsecutiveErrors: 40, MaxWall: 50 * time.Second, MaxBytesWritten: 60}
+	a := &Admission{limits: lim}
+	a.counters = tally{Actions: 1, Risk: 2, Errors: 3, ConsecutiveErrors: 4, WallMS: 5000, BytesWritten: 6}
+	got := a.Snapshot().Remaining.Map()
+	want := map[string]int64{BudgetActions: 9, BudgetRisk: 18, BudgetErrors: 27, BudgetConsecutiveErrors: 36, BudgetWall: 45, BudgetBytesWritten: 54}
+	if !maps.Equal(got, want) {
+		t.Errorf("remaining %v, want %v", got, want)
+	}
+}
+
+// TestReadPayloadSmallAndLarge: the keys Observe reads are the same
+// whether the payload is read by one pass or by lookups.
+func TestReadPayloadSmallAndLarge(t *testing.T) {
+	small := map[string]any{"exit_code": 2, "duration_ms": 1.5, "bytes_read": 7, "bytes_written": 8, "content": "c", "matches": []any{}, "other": true}
+	large := maps.Clone(small)
+	for i := range 10 {
+		large[fmt.Sprint("k", i)] = i
+	}
+	a, b := readPayload(small), readPayload(large)
+	if fmt.Sprint(a) != fmt.Sprint(b) || a.exitCode != 2 || a.content != "c" || a.bytesWritten != 8 {
+		t.Errorf("small %v, large %v", a, b)
+	}
 }

@@ -189,8 +189,9 @@ func ttlMS(d time.Duration) int64 {
 // Admit implements CounterStore.
 func (s *RedisCounters) Admit(ctx context.Context, key SessionKey, args AdmitArgs) (Verdict, Counters, error) {
 	l := args.Limits
+	hash, _ := args.Hash.Sum() // a script cannot ask for it when it needs it
 	res, err := admitScript.Run(ctx, s.client, []string{s.sessionKey(key), s.tenantKey(key.Tenant)},
-		flag(args.Count), hex.EncodeToString(args.Hash[:]), args.Weight, flag(args.Changes),
+		flag(args.Count), hex.EncodeToString(hash[:]), args.Weight, flag(args.Changes),
 		l.MaxActions, l.MaxRisk, l.MaxErrors, l.MaxConsecutiveErrors, l.MaxWall.Microseconds(), l.MaxBytesWritten,
 		l.RepeatFailing, l.RepeatIdentical,
 		strconv.FormatFloat(l.SessionRate, 'g', -1, 64), strconv.FormatFloat(l.TenantRate, 'g', -1, 64),
@@ -241,9 +242,10 @@ func counters(vals []any) (Counters, error) {
 func (s *RedisCounters) Settle(ctx context.Context, key SessionKey, o Settlement) (Counters, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
+	hash, hashed := o.Hash.Sum()
 	res, err := settleScript.Run(ctx, s.client, []string{s.sessionKey(key)},
-		flag(o.Counted), flag(o.Ran), o.Weight, flag(o.Refused), flag(o.Failed), flag(o.Changes), flag(o.Hashed),
-		hex.EncodeToString(o.Hash[:]), hex.EncodeToString(o.Result[:]), o.BytesWritten, o.CommandMS, ttlMS(o.IdleTTL), o.BytesRead).Slice()
+		flag(o.Counted), flag(o.Ran), o.Weight, flag(o.Refused), flag(o.Failed), flag(o.Changes), flag(hashed),
+		hex.EncodeToString(hash[:]), hex.EncodeToString(o.Result[:]), o.BytesWritten, o.CommandMS, ttlMS(o.IdleTTL), o.BytesRead).Slice()
 	if err != nil {
 		return Counters{}, fmt.Errorf("governance store: %w", err)
 	}

@@ -35,8 +35,10 @@ type CounterStore interface {
 // whether it changes or runs something, the session's limits, and whether
 // to reserve (phase direct or execute) or only check (preview).
 type AdmitArgs struct {
-	Count   bool
-	Hash    [sha256.Size]byte
+	Count bool
+	// Hash is the action's hash, which Admit asks for only when a repeat
+	// limit could refuse it (nil: no repeat limit applies).
+	Hash    *ActionSum
 	Weight  int64
 	Changes bool
 	Limits  *Limits
@@ -73,9 +75,11 @@ type Settlement struct {
 	// exited non-zero.
 	Refused, Failed bool
 	Changes         bool
-	// Hashed: Hash is the action's (repeats are tracked only then).
-	Hashed bool
-	Hash   [sha256.Size]byte
+	// Hash is the action's hash (nil: no repeat limit applies). Repeats
+	// are tracked only for an action that has one, and it is asked for
+	// only when the outcome can change them: a changing action, a
+	// failure or refusal, or any action while a failing streak is open.
+	Hash *ActionSum
 	// Result identifies a failing result, for repeat-failing.
 	Result       [sha256.Size]byte
 	BytesWritten int64
@@ -250,9 +254,9 @@ func (s *memSession) admit(args AdmitArgs, tb *bucket, now int64) Verdict {
 		return budget(BudgetWall)
 	case l.MaxBytesWritten > 0 && c.BytesWritten >= l.MaxBytesWritten:
 		return budget(BudgetBytesWritten)
-	case l.RepeatFailing > 0 && c.FailingRepeats >= l.RepeatFailing && s.failHash == args.Hash:
+	case l.RepeatFailing > 0 && c.FailingRepeats >= l.RepeatFailing && args.Hash.is(&s.failHash):
 		return Verdict{Code: action.CodeRepeatedAction, Limit: RepeatFailing}
-	case l.RepeatIdentical > 0 && args.Changes && c.Repeats >= l.RepeatIdentical && s.lastHash == args.Hash:
+	case l.RepeatIdentical > 0 && args.Changes && c.Repeats >= l.RepeatIdentical && args.Hash.is(&s.lastHash):
 		return Verdict{Code: action.CodeRepeatedAction, Limit: RepeatIdentical}
 	}
 	var st, tt float64
@@ -336,24 +340,28 @@ func (s *memSession) settle(o Settlement) {
 	c.BytesWritten += o.BytesWritten
 	c.BytesRead += o.BytesRead
 	c.CommandMS += o.CommandMS
-	if !o.Hashed {
+	if !o.Changes && !o.Failed && !o.Refused && c.FailingRepeats == 0 {
+		return // no repeat count can change: the action need not be hashed
+	}
+	hash, ok := o.Hash.Sum()
+	if !ok {
 		return
 	}
 	if o.Changes {
-		if c.Repeats > 0 && s.lastHash == o.Hash {
+		if c.Repeats > 0 && s.lastHash == hash {
 			c.Repeats++
 		} else {
-			s.lastHash, c.Repeats = o.Hash, 1
+			s.lastHash, c.Repeats = hash, 1
 		}
 	}
 	switch {
 	case o.Failed || o.Refused:
-		if c.FailingRepeats > 0 && s.failHash == o.Hash && s.failSig == o.Result {
+		if c.FailingRepeats > 0 && s.failHash == hash && s.failSig == o.Result {
 			c.FailingRepeats++
 		} else {
-			s.failHash, s.failSig, c.FailingRepeats = o.Hash, o.Result, 1
+			s.failHash, s.failSig, c.FailingRepeats = hash, o.Result, 1
 		}
-	case s.failHash == o.Hash:
+	case s.failHash == hash:
 		c.FailingRepeats = 0
 	}
 }

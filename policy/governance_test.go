@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	mrand "math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -543,4 +544,41 @@ func TestGovernanceFillsTheRequestsRoom(t *testing.T) {
 	require.Equal(t, action.CodeInternal, g.Decide(canceled, req).Code)
 	require.Same(t, room, req.Governance)
 	assert.True(t, room.Snapshot().IsZero())
+}
+
+// TestGovernanceLazyHashDecidesAsEager: the in-memory store hashes an
+// action only when a repeat count could change, RedisCounters hashes
+// every action; on random sessions of reads, writes and commands with
+// random outcomes (failures, refusals, exits) both decide every step
+// alike and count the same repeats.
+func TestGovernanceLazyHashDecidesAsEager(t *testing.T) {
+	testkit.Redis(t)
+	actions := []action.Action{govRead("a"), govRead("b"), govWrite("w", "x"), govWrite("w", "y"), govRun("make"), govRun("ls")}
+	results := []string{"", "", "", "fail:nope", "fail:other", "exit:boom", "blocked:"}
+	for seed := int64(1); seed <= 6; seed++ {
+		rng := mrand.New(mrand.NewPCG(uint64(seed), 7))
+		opts := policy.GovernanceOptions{Limits: policy.Limits{RepeatFailing: 2 + rng.Int64N(2), RepeatIdentical: 2 + rng.Int64N(3)}}
+		mem := newRig(t, policy.NewMemoryCounters(), opts)
+		red := newRig(t, policy.NewRedisCounters(testkit.Redis(t), redisPrefix(t)), opts)
+		for step := range 300 {
+			// Runs of one action make repeats likely.
+			a := actions[rng.IntN(len(actions))]
+			if step > 0 && rng.IntN(2) == 0 {
+				a = actions[(step*7)%len(actions)]
+			}
+			result := results[rng.IntN(len(results))]
+			dm, rm := mem.do(a, policy.PhaseDirect, result)
+			dr, rr := red.do(a, policy.PhaseDirect, result)
+			require.Equal(t, dr.Code, dm.Code, "seed %d step %d: %s %q", seed, step, a.Name, result)
+			require.Equal(t, dr.Rule, dm.Rule, "seed %d step %d", seed, step)
+			sm, sr := rm.Governance.Snapshot(), rr.Governance.Snapshot()
+			require.Equal(t, sr.Repeats, sm.Repeats, "seed %d step %d", seed, step)
+			require.Equal(t, sr.FailingRepeats, sm.FailingRepeats, "seed %d step %d", seed, step)
+			require.Equal(t, sr.Errors, sm.Errors, "seed %d step %d", seed, step)
+			require.Equal(t, sr.Refusals, sm.Refusals, "seed %d step %d", seed, step)
+			if sm.ActionHash != "" {
+				require.Equal(t, sr.ActionHash, sm.ActionHash, "seed %d step %d: a lazy hash is the hash", seed, step)
+			}
+		}
+	}
 }

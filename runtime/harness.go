@@ -386,7 +386,7 @@ func (f *eventFrame) emit(t ahp.EventType, obs *action.Observation, durable bool
 		p.Observation = summarize(h.sanitizer, obs)
 	}
 	if f.req != nil {
-		p.Governance = f.req.Governance.Snapshot() // a value: no allocation
+		f.req.Governance.SnapshotTo(&p.Governance) // a value: no allocation
 	}
 	agent := f.a.AgentID
 	if agent == "" {

@@ -72,7 +72,7 @@ func TestRedactObservationsCountsWhatItReplaced(t *testing.T) {
 // governedHarness is a dispatcher with a noop builtin and, when gov is
 // set, the governance step and observer; events go to a discarding sink
 // (so the audit snapshot is built, as it is with an audit log).
-func governedHarness(t testing.TB, gov *policy.Governor, observer runtime.Observer) *runtime.Harness {
+func governedHarness(t testing.TB, gov *policy.Governor, observer runtime.Observer, risk schema.Risk) *runtime.Harness {
 	s, err := sanitize.New(sanitize.Options{Key: []byte("0123456789abcdef0123456789abcdef")})
 	require.NoError(t, err)
 	reg := schema.Catalog()
@@ -83,7 +83,7 @@ func governedHarness(t testing.TB, gov *policy.Governor, observer runtime.Observ
 	h, err := runtime.New(runtime.Options{Registry: reg, Guard: policy.NewGuard(reg, policy.Options{}, steps), Sanitizer: s, Observer: observer})
 	require.NoError(t, err)
 	h.Subscribe(ahp.Discard)
-	require.NoError(t, h.Register(runtime.Spec{Name: "noop", Input: json.RawMessage(`{"properties":{"text":{"type":"string"},"n":{"type":"integer"}}}`)},
+	require.NoError(t, h.Register(runtime.Spec{Name: "noop", Risk: risk, Input: json.RawMessage(`{"properties":{"text":{"type":"string"},"n":{"type":"integer"}}}`)},
 		func(context.Context, map[string]any) (map[string]any, error) { return map[string]any{"ok": true}, nil }))
 	return h
 }
@@ -91,18 +91,25 @@ func governedHarness(t testing.TB, gov *policy.Governor, observer runtime.Observ
 // BenchmarkGovernanceAddedCost measures what governance adds to one action
 // in Harness.Execute with counters in memory (target: <= 1 µs): the same
 // action through a dispatcher without and with governance (the default
-// repeat checks and a max-actions budget, so the action is hashed,
-// admitted, counted and snapshotted for its two events), alternating in
-// batches, and reports the difference as added-ns/op (wall) and
-// added-cpu-ns/op (the process's CPU time, which a loaded machine
-// inflates less).
+// repeat checks and a max-actions budget, so the action is admitted,
+// counted and snapshotted for its two events), alternating in batches,
+// and reports the difference as added-ns/op (wall) and added-cpu-ns/op
+// (the process's CPU time, which a loaded machine inflates less). "read"
+// is an action that reads (never hashed while it succeeds), "write" one
+// that changes something (hashed for the repeat checks every time).
 func BenchmarkGovernanceAddedCost(b *testing.B) {
+	for _, risk := range []schema.Risk{schema.RiskRead, schema.RiskWrite} {
+		b.Run(string(risk), func(b *testing.B) { benchGovernanceAddedCost(b, risk) })
+	}
+}
+
+func benchGovernanceAddedCost(b *testing.B, risk schema.Risk) {
 	gov, err := policy.NewGovernor(policy.GovernanceOptions{Limits: policy.Limits{
-		MaxActions: 1 << 60, RepeatFailing: policy.DefaultRepeatFailing, RepeatIdentical: policy.DefaultRepeatIdentical,
+		MaxActions: 1 << 60, RepeatFailing: policy.DefaultRepeatFailing, RepeatIdentical: 1 << 60,
 	}})
 	require.NoError(b, err)
-	plain := governedHarness(b, nil, nil)
-	governed := governedHarness(b, gov, gov)
+	plain := governedHarness(b, nil, nil, risk)
+	governed := governedHarness(b, gov, gov, risk)
 	a := action.Action{Name: "noop", SessionID: "s", Input: map[string]any{"text": "hello", "n": 3}}
 	ctx := context.Background()
 	if obs := governed.Execute(ctx, a); !obs.OK() {
@@ -227,8 +234,11 @@ func (l *auditLog) Record(_ context.Context, ev ahp.Event, _ bool) error {
 
 // TestEveryAuditRecordCarriesTheGovernanceSnapshot: with an audit log and
 // no subscriber, each record of a governed action (pre_action as decided,
-// post_action and error as counted) carries the session's counters, the
-// action's hash and what remains of its budgets; an action the guard
+// post_action and error as counted) carries the session's counters and
+// what remains of its budgets, and the action's hash whenever the repeat
+// checks compared it (a write always; a read that failed, or any read
+// while a failing streak is open; not a read that succeeded in a clean
+// session, which is never hashed); an action the guard
 // refuses before the governance step is recorded without counters as
 // decided and with its refusal counted; a dispatcher without governance
 // records none.
@@ -249,6 +259,7 @@ func TestEveryAuditRecordCarriesTheGovernanceSnapshot(t *testing.T) {
 		h, err := runtime.New(runtime.Options{Registry: reg, Guard: policy.NewGuard(reg, policy.Options{}, steps), Sanitizer: s, Recorder: log, Observer: obs})
 		require.NoError(t, err)
 		require.NoError(t, h.Register(runtime.Spec{Name: "noop", Input: json.RawMessage(`{"properties":{"n":{"type":"integer"}}}`)}, func(context.Context, map[string]any) (map[string]any, error) { return map[string]any{"ok": true}, nil }))
+		require.NoError(t, h.Register(runtime.Spec{Name: "poke", Risk: schema.RiskWrite, Input: json.RawMessage(`{"properties":{"n":{"type":"integer"}}}`)}, func(context.Context, map[string]any) (map[string]any, error) { return map[string]any{"ok": true}, nil }))
 		require.NoError(t, h.Register(runtime.Spec{Name: "broken"}, func(context.Context, map[string]any) (map[string]any, error) {
 			return nil, action.Errorf(action.CodeNotFound, "nothing there")
 		}))
@@ -267,8 +278,6 @@ func TestEveryAuditRecordCarriesTheGovernanceSnapshot(t *testing.T) {
 	}
 
 	noop := action.Action{Name: "noop", SessionID: "s", Input: map[string]any{"n": 1}}
-	hash, err := noop.Hash()
-	require.NoError(t, err)
 	for i := int64(1); i <= 2; i++ {
 		obs := h.Execute(ctx, noop)
 		require.True(t, obs.OK(), string(obs.JSON()))
@@ -278,7 +287,7 @@ func TestEveryAuditRecordCarriesTheGovernanceSnapshot(t *testing.T) {
 			g := got[typ]
 			assert.Equal(t, "session", g.By, typ)
 			assert.True(t, g.Counted, typ)
-			assert.Equal(t, hash, g.ActionHash, typ)
+			assert.Empty(t, g.ActionHash, "a read that succeeded in a clean session is not hashed: %s", typ)
 			assert.Equal(t, i, g.Actions, typ)
 			left, ok := g.Remaining.Get(policy.BudgetActions)
 			assert.True(t, ok, typ)
@@ -286,12 +295,17 @@ func TestEveryAuditRecordCarriesTheGovernanceSnapshot(t *testing.T) {
 		}
 	}
 
-	obs := h.Execute(ctx, action.Action{Name: "broken", SessionID: "s"})
+	broken := action.Action{Name: "broken", SessionID: "s"}
+	brokenHash, err := broken.Hash()
+	require.NoError(t, err)
+	obs := h.Execute(ctx, broken)
 	require.Equal(t, action.StatusError, obs.Status, string(obs.JSON()))
 	got := records(obs)
 	require.Len(t, got, 3, "pre_action, post_action and error")
 	assert.Equal(t, int64(0), got[ahp.PreAction].Errors, "as decided")
+	assert.Empty(t, got[ahp.PreAction].ActionHash, "a read is hashed when its failure is counted, not before")
 	for _, typ := range []ahp.EventType{ahp.PostAction, ahp.Error} {
+		assert.Equal(t, brokenHash, got[typ].ActionHash, typ)
 		assert.Equal(t, int64(3), got[typ].Actions, typ)
 		assert.Equal(t, int64(1), got[typ].Errors, "as counted: %s", typ)
 		assert.Equal(t, int64(1), got[typ].ConsecutiveErrors, typ)
@@ -300,6 +314,7 @@ func TestEveryAuditRecordCarriesTheGovernanceSnapshot(t *testing.T) {
 	obs = h.Execute(ctx, noop)
 	require.Equal(t, action.CodeBudgetExhausted, obs.Code, string(obs.JSON()))
 	got = records(obs)
+	assert.Empty(t, got[ahp.PostAction].ActionHash, "a read refused by a budget never ran, so no repeat check compared it")
 	assert.False(t, got[ahp.PreAction].Counted)
 	assert.Equal(t, int64(3), got[ahp.PreAction].Actions)
 	left, _ := got[ahp.PreAction].Remaining.Get(policy.BudgetActions)
@@ -313,6 +328,29 @@ func TestEveryAuditRecordCarriesTheGovernanceSnapshot(t *testing.T) {
 	assert.Equal(t, "session", got[ahp.PostAction].By)
 	assert.False(t, got[ahp.PostAction].Counted)
 	assert.Equal(t, int64(2), got[ahp.PostAction].Refusals, "its refusal is counted")
+
+	// A write is hashed before it runs, so both its records carry the
+	// hash; so is a read while the session's failing streak is open.
+	h2, log2 := build(gov)
+	poke := action.Action{Name: "poke", SessionID: "t", Input: map[string]any{"n": 2}}
+	pokeHash, err := poke.Hash()
+	require.NoError(t, err)
+	obs = h2.Execute(ctx, poke)
+	require.True(t, obs.OK(), string(obs.JSON()))
+	log = log2
+	got = records(obs)
+	require.Len(t, got, 2)
+	for typ, g := range got {
+		assert.Equal(t, pokeHash, g.ActionHash, "a write: %s", typ)
+	}
+	require.Equal(t, action.StatusError, h2.Execute(ctx, action.Action{Name: "broken", SessionID: "t"}).Status)
+	read := action.Action{Name: "noop", SessionID: "t", Input: map[string]any{"n": 3}}
+	readHash, err := read.Hash()
+	require.NoError(t, err)
+	obs = h2.Execute(ctx, read)
+	require.True(t, obs.OK(), string(obs.JSON()))
+	got = records(obs)
+	assert.Equal(t, readHash, got[ahp.PostAction].ActionHash, "a read settled while a failing streak is open")
 
 	plain, plainLog := build(nil)
 	obs = plain.Execute(ctx, noop)
