@@ -75,6 +75,22 @@ type CanonicalValuer interface {
 	CanonicalValue() any
 }
 
+// CanonicalAppender is implemented by types that write their own
+// canonical JSON: AppendCanonical appends to b exactly the bytes Canonical
+// would write for the value's JSON form, or returns an error (b as it
+// was, nothing appended) where Canonical would fail. The audit log hashes
+// these bytes, so they must never differ from the JSON form's; an
+// appender that is also a CanonicalValuer is held to its CanonicalValue.
+// Canonical prefers an appender to a CanonicalValuer: it builds no
+// generic values to sort.
+//
+// Nesting is counted up to the appender, not inside it: values the
+// appender writes through AppendCanonical count their depth afresh, so a
+// type whose values can hold the type itself must bound its own nesting.
+type CanonicalAppender interface {
+	AppendCanonical(b []byte) ([]byte, error)
+}
+
 const maxCanonicalDepth = 256
 
 // smallObject is how many keys an object may have for its keys and values
@@ -198,6 +214,8 @@ func appendCanonical(b []byte, v any, depth int) ([]byte, error) {
 		return append(b, ']'), nil
 	case json.RawMessage:
 		return appendViaJSON(b, x, depth)
+	case CanonicalAppender:
+		return x.AppendCanonical(b)
 	case CanonicalValuer:
 		return appendCanonical(b, x.CanonicalValue(), depth+1)
 	default:
