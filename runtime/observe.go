@@ -137,6 +137,19 @@ func countNew(in, out any, red *ahp.Redaction) {
 				countString(iv, v, red)
 			}
 		}
+	case action.Entries:
+		is, _ := in.(action.Entries)
+		for j, e := range o {
+			var ie action.Entry
+			if j < len(is) {
+				ie = is[j]
+			}
+			for _, f := range [...][2]string{{ie.Path, e.Path}, {ie.Name, e.Name}, {ie.Type, e.Type}, {ie.ModTime, e.ModTime}} {
+				if !same(f[0], f[1]) {
+					countString(f[0], f[1], red)
+				}
+			}
+		}
 	}
 }
 

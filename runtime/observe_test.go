@@ -69,6 +69,37 @@ func TestRedactObservationsCountsWhatItReplaced(t *testing.T) {
 	assert.Nil(t, none.Payload)
 }
 
+// TestRedactObservationsRedactsTypedListings: a listing's typed entries
+// are sanitized in place of their type (every string: a file named after
+// a secret, a directory on its path), counted, and left as they were
+// when nothing in them is secret.
+func TestRedactObservationsRedactsTypedListings(t *testing.T) {
+	r := runtime.RedactObservations(wholeSanitizer(t))
+	entries := action.Entries{
+		{Path: "keys/" + plantedAWS + ".txt", Name: plantedAWS + ".txt", Type: "file"},
+		{Path: plantedGHP + "/x", Name: "x", Type: "dir", Detailed: true, Size: 4, ModTime: "2026-01-01T00:00:00Z"},
+		{Path: "src", Name: "src", Type: "dir"},
+	}
+	obs := action.Observation{Status: action.StatusOK, Payload: map[string]any{"path": ".", "entries": entries}}
+	r.Observe(context.Background(), &policy.Request{}, &obs)
+	got, ok := obs.Payload["entries"].(action.Entries)
+	require.True(t, ok, "still typed: %T", obs.Payload["entries"])
+	text := string(obs.JSON())
+	for _, secret := range []string{plantedAWS, plantedGHP} {
+		assert.NotContains(t, text, secret)
+	}
+	assert.Equal(t, entries[2], got[2])
+	assert.Equal(t, int64(4), got[1].Size)
+	assert.Equal(t, plantedAWS+".txt", entries[0].Name, "the runtime's own entries are not changed")
+	red, ok := obs.Payload[runtime.RedactedKey].(ahp.Redaction)
+	require.True(t, ok, text)
+	assert.Equal(t, 3, red.Count, "the file's path and name, the directory's path")
+
+	clean := action.Observation{Status: action.StatusOK, Payload: map[string]any{"entries": action.Entries{{Path: "a", Name: "a", Type: "file"}}}}
+	r.Observe(context.Background(), &policy.Request{}, &clean)
+	assert.NotContains(t, clean.Payload, runtime.RedactedKey)
+}
+
 // governedHarness is a dispatcher with a noop builtin and, when gov is
 // set, the governance step and observer; events go to a discarding sink
 // (so the audit snapshot is built, as it is with an audit log).

@@ -216,6 +216,15 @@ func (s *Sanitizer) Value(v any, sensitive []string) any {
 	return s.valueAt(v, sensitive, 0)
 }
 
+// StringMapper is a value of a fixed shape whose only free text is its
+// strings (a listing's typed entries): MapStrings returns a copy with
+// each string replaced by f's answer, and whether any changed. Value
+// sanitizes it through MapStrings and keeps its type, instead of turning
+// it into generic values through JSON.
+type StringMapper interface {
+	MapStrings(f func(string) string) (any, bool)
+}
+
 // MaxDepth is how deep Value copies containers; DeepMarker stands for a
 // container below it.
 const (
@@ -294,6 +303,12 @@ func (s *Sanitizer) valueAt(v any, paths []string, depth int) any {
 		return out
 	case []byte:
 		return s.String(string(t))
+	case StringMapper:
+		out, changed := t.MapStrings(s.String)
+		if !changed {
+			return v
+		}
+		return out
 	default:
 		b, err := json.Marshal(v)
 		if err != nil {

@@ -46,7 +46,7 @@ var actionTable = []ActionDef{
     "recursive": {"type": "boolean", "description": "also list the entries of subdirectories"},
     "max_entries": {"type": "integer", "minimum": 1, "maximum": 100000, "description": "stop after this many entries (the listing then says it was truncated)"},
     "include_git": {"type": "boolean", "description": "also list .git internals"},
-    "details": {"type": "boolean", "description": "each entry's size and mod_time (default true); false lists names and types only, without an lstat per entry, faster"}
+    "details": {"type": "boolean", "description": "also each entry's size and mod_time, at the cost of an lstat per entry (default false: names and types only)"}
   }
 }`),
 		run:  (*Workspace).listFiles,

@@ -31,9 +31,8 @@ func Example() {
 	}
 
 	list, _ := run("workspace_list_files", map[string]any{"recursive": true})
-	for _, e := range list["entries"].([]any) {
-		entry := e.(map[string]any)
-		fmt.Println(entry["type"], entry["path"])
+	for _, e := range list["entries"].(action.Entries) {
+		fmt.Println(e.Type, e.Path)
 	}
 
 	read, _ := run("workspace_read_file", map[string]any{"path": "src/main.go", "offset": 2, "limit": 2})

@@ -113,17 +113,17 @@ func entryType(m fs.FileMode) string {
 // listFiles implements workspace_list_files.
 //
 // Input: path (default "."), recursive, max_entries (default
-// Options.MaxListEntries), include_git, details (default true: the size
-// and mod_time of every entry, at the cost of one lstat each, which for a
-// large directory is most of the listing's time; false: names and types
-// only, read from the directory itself).
+// Options.MaxListEntries), include_git, details (default false: names and
+// types only, read from the directory itself; true: also the size and
+// mod_time of every entry, at the cost of one lstat each, which for a large
+// directory is most of the listing's time).
 //
-// Payload: {"path": the clean root-relative directory, "entries": [{"path":
-// root-relative slash path, "name", "type": "file"|"dir"|"symlink"|"other",
-// "size": bytes as reported by lstat, "mod_time": RFC 3339 UTC (the last
-// two left out with details false)}],
-// "truncated": true when entries stopped at max_entries}. max_entries is
-// capped at 100000.
+// Payload: {"path": the clean root-relative directory, "entries": the
+// entries as action.Entries, whose JSON is [{"path": root-relative slash
+// path, "name", "type": "file"|"dir"|"symlink"|"other", "size": bytes as
+// reported by lstat, "mod_time": RFC 3339 UTC (the last two only with
+// details)}], "truncated": true when entries stopped at max_entries}.
+// max_entries is capped at 100000.
 //
 // Entries are in byte order of their path components, depth first (a
 // directory is followed by its contents). Symlinks are listed as symlinks
@@ -145,7 +145,7 @@ func (w *Workspace) listFiles(ctx context.Context, in map[string]any) (map[strin
 	if err != nil {
 		return nil, err
 	}
-	details, err := boolArg(in, "details", true)
+	details, err := boolArg(in, "details", false)
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +195,7 @@ func (w *Workspace) listFiles(ctx context.Context, in map[string]any) (map[strin
 func (l *lister) payload(rel string) map[string]any {
 	entries := l.entries
 	if entries == nil {
-		entries = []any{}
+		entries = action.Entries{}
 	}
 	return map[string]any{"path": rel, "entries": entries, "truncated": l.truncated}
 }
@@ -207,30 +207,30 @@ func (l *lister) flat(rel string, ents []listEntry) (map[string]any, error) {
 		return nil, action.Errorf(action.CodeTimeout, "listing %s: %v", quote(rel), err)
 	}
 	fit := min(len(ents), l.max)
-	paths := childPaths(rel, ents[:fit])
-	l.entries = make([]any, fit)
-	for i, e := range ents[:fit] {
-		l.entries[i] = entryMap(paths[i], e)
+	l.entries = make(action.Entries, fit)
+	if fit > 0 && ents[0].path != "" {
+		// The cache's entries carry their paths.
+		for i, e := range ents[:fit] {
+			l.entries[i] = entryOf(e.path, e)
+		}
+	} else {
+		paths := childPaths(rel, ents[:fit])
+		for i, e := range ents[:fit] {
+			l.entries[i] = entryOf(paths[i], e)
+		}
 	}
 	l.truncated = fit < len(ents)
 	return l.payload(rel), nil
 }
 
-// entryMap is the listing entry of e, whose root-relative path is path.
-func entryMap(path string, e listEntry) map[string]any {
-	if v := e.values; v != nil {
-		if !e.detailed {
-			return map[string]any{"path": v[0], "name": v[1], "type": entryTypeValue(e.mode)}
-		}
-		return map[string]any{"path": v[0], "name": v[1], "type": entryTypeValue(e.mode), "size": v[2], "mod_time": v[3]}
-	}
+// entryOf is the listing entry of e, whose root-relative path is path.
+func entryOf(path string, e listEntry) action.Entry {
 	// The name is the path's last element: no string of its own.
-	entry := map[string]any{"path": path, "name": path[len(path)-len(e.name):], "type": entryTypeValue(e.mode)}
+	en := action.Entry{Path: path, Name: path[len(path)-len(e.name):], Type: entryType(e.mode)}
 	if e.detailed {
-		entry["size"] = e.size
-		entry["mod_time"] = e.modTime
+		en.Detailed, en.Size, en.ModTime = true, e.size, e.modTime
 	}
-	return entry
+	return en
 }
 
 type lister struct {
@@ -241,7 +241,7 @@ type lister struct {
 	details    bool // size and mod_time: one lstat per entry
 	dev        uint64
 	hasDev     bool
-	entries    []any
+	entries    action.Entries
 	truncated  bool
 	full       bool // max entries reached: stop
 }
@@ -262,7 +262,7 @@ func (l *lister) walk(dir *os.Root, rel string, depth int) error {
 	fit := min(len(ents), l.max-len(l.entries))
 	paths := childPaths(rel, ents[:fit])
 	if l.entries == nil {
-		l.entries = make([]any, 0, fit)
+		l.entries = make(action.Entries, 0, fit)
 	}
 	for i, e := range ents {
 		if len(l.entries) >= l.max {
@@ -270,7 +270,7 @@ func (l *lister) walk(dir *os.Root, rel string, depth int) error {
 			return nil
 		}
 		childRel := paths[i]
-		l.entries = append(l.entries, entryMap(childRel, e))
+		l.entries = append(l.entries, entryOf(childRel, e))
 		if !l.recursive || !e.mode.IsDir() || (e.name == ".git" && !l.includeGit) {
 			continue
 		}
@@ -327,28 +327,6 @@ func childPaths(rel string, ents []listEntry) []string {
 	return paths
 }
 
-// Entry types as the values a listing's maps hold: boxed once, not once
-// per entry.
-var (
-	typeFile    any = "file"
-	typeDir     any = "dir"
-	typeSymlink any = "symlink"
-	typeOther   any = "other"
-)
-
-// entryTypeValue is entryType(m) as a map value.
-func entryTypeValue(m fs.FileMode) any {
-	switch {
-	case m.IsRegular():
-		return typeFile
-	case m.IsDir():
-		return typeDir
-	case m&fs.ModeSymlink != 0:
-		return typeSymlink
-	}
-	return typeOther
-}
-
 // listEntry is one directory entry of a listing; size and modTime are set
 // (detailed) when the listing asked for details.
 type listEntry struct {
@@ -357,11 +335,9 @@ type listEntry struct {
 	detailed bool
 	size     int64
 	modTime  string // RFC 3339, UTC, with nanoseconds
-	// values, when set, are the entry's map values boxed once (path,
-	// name, size, mod_time): a cached listing shares them between the
-	// listings it answers (an interface holding a string or a number
-	// cannot be changed through it), and each listing has maps of its own.
-	values *[4]any
+	// path, when set, is the entry's root-relative path, which a cached
+	// listing keeps for the listings it answers.
+	path string
 }
 
 // formatModTime is how a listing writes a modification time.

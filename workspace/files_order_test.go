@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/harness-runtime/harness/action"
 )
 
 // TestSortedByNameIsByteOrder checks the prefix-keyed sort of a
@@ -113,8 +115,8 @@ func BenchmarkListFiles1000(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if out := f.mustRun(b, "workspace_list_files", bc.in); len(out["entries"].([]any)) != 1000 {
-					b.Fatalf("%d entries", len(out["entries"].([]any)))
+				if out := f.mustRun(b, "workspace_list_files", bc.in); len(out["entries"].(action.Entries)) != 1000 {
+					b.Fatalf("%d entries", len(out["entries"].(action.Entries)))
 				}
 			}
 		})

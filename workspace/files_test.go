@@ -69,18 +69,18 @@ func TestListFilesEntryShape(t *testing.T) {
 	byPath := func(in map[string]any) map[string]map[string]any {
 		out := f.mustRun(t, "workspace_list_files", in)
 		m := map[string]map[string]any{}
-		for _, e := range out["entries"].([]any) {
-			em := e.(map[string]any)
-			m[em["path"].(string)] = em
+		for _, e := range out["entries"].(action.Entries) {
+			em := e.Map()
+			m[e.Path] = em
 		}
 		return m
 	}
-	detailed := byPath(map[string]any{"recursive": true})
+	detailed := byPath(map[string]any{"recursive": true, "details": true})
 	if e := detailed["b.txt"]; e["type"] != "file" || e["size"] != int64(2) || e["name"] != "b.txt" || !strings.HasSuffix(e["mod_time"].(string), "Z") {
-		t.Fatalf("b.txt entry (details by default) = %v", e)
+		t.Fatalf("b.txt entry (with details) = %v", e)
 	}
-	if e := byPath(map[string]any{"recursive": true, "details": true})["b.txt"]; e["size"] != int64(2) {
-		t.Fatalf("b.txt entry with details true = %v", e)
+	if e := byPath(map[string]any{"recursive": true})["b.txt"]; len(e) != 3 {
+		t.Fatalf("b.txt entry by default = %v, want no details", e)
 	}
 	plain := byPath(map[string]any{"recursive": true, "details": false})
 	if e := plain["b.txt"]; len(e) != 3 || e["type"] != "file" || e["name"] != "b.txt" {

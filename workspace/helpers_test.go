@@ -102,8 +102,8 @@ func (f *fixture) assertNoLeak(t testing.TB, out map[string]any, err error) {
 // entryPaths returns the "path" of every list entry.
 func entryPaths(out map[string]any) []string {
 	var ps []string
-	for _, e := range out["entries"].([]any) {
-		ps = append(ps, e.(map[string]any)["path"].(string))
+	for _, e := range out["entries"].(action.Entries) {
+		ps = append(ps, e.Path)
 	}
 	return ps
 }

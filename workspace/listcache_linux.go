@@ -290,18 +290,9 @@ func (c *listCache) readChain(rootFd int, rel string, details bool) ([]listEntry
 		}
 		ents = append(ents, e)
 	}
-	// The values every listing of this directory puts in its maps, boxed
-	// once here.
-	paths := childPaths(rel, ents)
-	values := make([][4]any, len(ents))
-	for i := range ents {
-		p := paths[i]
-		v := &values[i]
-		v[0], v[1] = p, p[len(p)-len(ents[i].name):]
-		if details {
-			v[2], v[3] = ents[i].size, ents[i].modTime
-		}
-		ents[i].values = v
+	// The paths every listing of this directory gives, built once here.
+	for i, p := range childPaths(rel, ents) {
+		ents[i].path = p
 	}
 	return ents, true
 }

@@ -202,10 +202,10 @@ func (w *Workspace) Close() error {
 // The file actions and their payloads:
 //
 //   - workspace_list_files {path=".", recursive, max_entries, include_git,
-//     details=true} -> {"path", "entries": [{"path", "name", "type":
-//     "file"|"dir"|"symlink"|"other", "size", "mod_time" (RFC 3339, UTC);
-//     with details false no size or mod_time, and no lstat per entry}],
-//     "truncated"}. Sorted depth first by name; symlinks are listed, never
+//     details=false} -> {"path", "entries" (action.Entries; in JSON
+//     [{"path", "name", "type": "file"|"dir"|"symlink"|"other", and with
+//     details "size" and "mod_time" (RFC 3339, UTC), at one lstat per
+//     entry}]), "truncated"}. Sorted depth first by name; symlinks are listed, never
 //     followed; .git contents only with include_git; mount points are not
 //     descended into.
 //   - workspace_read_file {path, offset, limit} (offset and limit count

@@ -143,7 +143,7 @@ func TestSDKClientDrivesBridge(t *testing.T) {
 				{"workspace_read_file", map[string]any{"path": "a.txt"}},
 				{"workspace_search_text", map[string]any{"query": "needle"}},
 				{"workspace_read_file", map[string]any{"path": "../outside.txt"}},
-				{"workspace_list_files", map[string]any{}},
+				{"workspace_list_files", map[string]any{"details": true}},
 				{"workspace_run_shell", map[string]any{"command": "ls"}},
 				{"workspace_read_file", map[string]any{"path": 7}},
 			}, nil))
@@ -310,8 +310,8 @@ func TestSDKClientGetsTextOnce(t *testing.T) {
 			assert.Equal(t, "a.txt\nsub/", plain.Content[0].Text)
 			assert.NotContains(t, plain.Structured.Payload, "entries")
 			assert.Equal(t, []any{"entries"}, plain.Structured.Payload[InText], "details: false lists names and types, all in the text")
-			assert.Equal(t, names.Content, details.Content, "the default is details: true")
-			assert.Equal(t, names.Structured.Payload["entries"] != nil, details.Structured.Payload["entries"] != nil)
+			assert.Equal(t, names.Content, plain.Content, "the default is details: false")
+			assert.Equal(t, names.Structured.Payload, plain.Structured.Payload)
 
 			// With details, each line is the path, a tab, the size and a
 			// tab and the modification time, as lstat gives them.

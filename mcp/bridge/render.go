@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/harness-runtime/harness/action"
 )
@@ -78,6 +79,9 @@ func renderEntries(p map[string]any) string {
 // the same pass over its entries, whether the text tells everything the
 // entries say (see entriesInText).
 func renderEntriesExact(p map[string]any) (string, bool) {
+	if es, ok := p["entries"].(action.Entries); ok {
+		return renderTypedEntries(es, truthy(p["truncated"]))
+	}
 	var b strings.Builder
 	es := maps(p["entries"])
 	n := 0
@@ -122,6 +126,54 @@ func renderEntriesExact(p map[string]any) (string, bool) {
 		b.WriteString("… (more entries not shown)\n")
 	}
 	return strings.TrimSuffix(b.String(), "\n"), exact
+}
+
+// renderTypedEntries is renderEntriesExact of a runtime's typed listing:
+// the same text, with no map read.
+func renderTypedEntries(es action.Entries, truncated bool) (string, bool) {
+	n := 32
+	for i := range es {
+		n += len(es[i].Path) + 2
+		if es[i].Detailed {
+			n += len(es[i].ModTime) + 24
+		}
+	}
+	b := make([]byte, 0, n)
+	exact := len(es) > 0
+	for i := range es {
+		e := &es[i]
+		b = append(b, e.Path...)
+		if e.Type == "dir" {
+			b = append(b, '/')
+		}
+		if e.Detailed {
+			b = append(b, '\t')
+			b = strconv.AppendInt(b, e.Size, 10)
+			b = append(b, '\t')
+			b = append(b, e.ModTime...)
+		}
+		b = append(b, '\n')
+		exact = exact && exactTypedEntry(e)
+	}
+	if len(es) == 0 {
+		b = append(b, "(empty)\n"...)
+	}
+	if truncated {
+		b = append(b, "… (more entries not shown)\n"...)
+	}
+	return strings.TrimSuffix(unsafe.String(unsafe.SliceData(b), len(b)), "\n"), exact
+}
+
+// exactTypedEntry is exactEntry of a typed entry: a file or a directory
+// whose line reads back as its path, name and (when detailed) size and
+// modification time.
+func exactTypedEntry(e *action.Entry) bool {
+	if e.Detailed && (e.ModTime == "" || strings.ContainsAny(e.ModTime, "\t\n\r")) {
+		return false
+	}
+	path := e.Path
+	return path != "" && strings.IndexByte(path, '\n') < 0 && strings.IndexByte(path, '\r') < 0 &&
+		path[len(path)-1] != '/' && (e.Type == "file" || e.Type == "dir") && e.Name == path[strings.LastIndexByte(path, '/')+1:]
 }
 
 // exactEntry reports whether the line of entry e (path, name and type
@@ -190,6 +242,17 @@ func carriedByText(obs action.Observation) string {
 // entriesInText reports whether a listing's text, one path a line with
 // directories marked, tells everything its entries say.
 func entriesInText(v any) bool {
+	if es, ok := v.(action.Entries); ok {
+		if len(es) == 0 {
+			return false
+		}
+		for i := range es {
+			if !exactTypedEntry(&es[i]) {
+				return false
+			}
+		}
+		return true
+	}
 	es := maps(v)
 	if len(es) == 0 || len(es) != listLen(v) {
 		return false // an empty listing reads "(empty)", like a file of that name
@@ -227,6 +290,8 @@ func listLen(v any) int {
 	case []map[string]any:
 		return len(l)
 	case []string:
+		return len(l)
+	case action.Entries:
 		return len(l)
 	}
 	return 0
@@ -310,7 +375,7 @@ func isString(v any) bool { _, ok := v.(string); return ok }
 
 func isList(v any) bool {
 	switch v.(type) {
-	case []any, []map[string]any, []string:
+	case []any, []map[string]any, []string, action.Entries:
 		return true
 	}
 	return false
@@ -322,6 +387,12 @@ func maps(v any) []map[string]any {
 	switch l := v.(type) {
 	case []map[string]any:
 		return l
+	case action.Entries:
+		out := make([]map[string]any, len(l))
+		for i, e := range l {
+			out[i] = e.Map()
+		}
+		return out
 	case []any:
 		out := make([]map[string]any, 0, len(l))
 		for _, e := range l {
