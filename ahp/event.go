@@ -90,9 +90,12 @@ func (f SinkFunc) Emit(ctx context.Context, ev Event) error { return f(ctx, ev) 
 var Discard Sink = SinkFunc(func(context.Context, Event) error { return nil })
 
 // CanonicalValue returns the event as the generic values its JSON decodes
-// into, field for field as encoding/json writes it (omitempty included),
-// so that action.Canonical, which the audit log hashes, needs no JSON round
-// trip. TestCanonicalValueMatchesJSON holds the two together.
+// into, field for field as encoding/json writes it (omitempty included).
+// It is the reference definition of the event's canonical form:
+// action.Canonical, which the audit log hashes, uses AppendCanonical, which
+// writes the same bytes without building these maps.
+// TestCanonicalValueMatchesJSON and TestAppendCanonicalMatchesCanonicalValue
+// hold the three together.
 func (e Event) CanonicalValue() any {
 	m := map[string]any{
 		"ahp_version": e.Version, "event_id": e.EventID, "event_type": string(e.EventType),
