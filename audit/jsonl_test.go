@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -437,5 +438,77 @@ func TestJSONLFollowsCopyTruncate(t *testing.T) {
 	}
 	if rep := verifyFile(t, path); !rep.OK() || rep.Records != 1 {
 		t.Fatalf("%s", rep)
+	}
+}
+
+// TestJSONLAppendAllKeepsItsRecordsTogether: AppendAll's events become
+// consecutive records, written in one batch, while other appenders write
+// at the same time; the chain verifies, and an AppendAll whose event has no
+// canonical form writes none of its events.
+func TestJSONLAppendAllKeepsItsRecordsTogether(t *testing.T) {
+	const writers, each = 6, 100
+	path := filepath.Join(t.TempDir(), "a.jsonl")
+	l, err := OpenJSONL(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				var err error
+				if w%2 == 0 {
+					_, err = l.AppendAll(context.Background(), []any{
+						map[string]any{"w": w, "i": i, "part": 0}, map[string]any{"w": w, "i": i, "part": 1}, map[string]any{"w": w, "i": i, "part": 2},
+					}, i%40 == 0)
+				} else {
+					_, err = l.Append(context.Background(), map[string]any{"w": w, "i": i, "part": 0}, false)
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if _, err := l.AppendAll(context.Background(), []any{map[string]any{"ok": 1}, math.NaN()}, false); err == nil {
+		t.Fatal("an AppendAll with an event that has no canonical form succeeded")
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rep := verifyFile(t, path)
+	if want := writers / 2 * each * 4; !rep.OK() || rep.Records != want {
+		t.Fatalf("log: %s, want %d records", rep, want)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	for i := 0; i < len(lines); i++ {
+		var rec struct {
+			Event struct{ W, I, Part int } `json:"event"`
+		}
+		if err := json.Unmarshal([]byte(lines[i]), &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Event.W%2 != 0 {
+			continue
+		}
+		// The first of a run of three: the next two are its parts 1 and 2.
+		for part := 1; part <= 2; part++ {
+			var next struct {
+				Event struct{ W, I, Part int } `json:"event"`
+			}
+			if i+part >= len(lines) || json.Unmarshal([]byte(lines[i+part]), &next) != nil || next.Event.W != rec.Event.W || next.Event.I != rec.Event.I || next.Event.Part != part {
+				t.Fatalf("line %d: the records of one AppendAll are not consecutive: %s / %v", i, lines[i], next.Event)
+			}
+		}
+		i += 2
+	}
+	if strings.Contains(string(data), `"ok":1`) {
+		t.Fatal("part of a failed AppendAll was written")
 	}
 }

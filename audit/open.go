@@ -20,6 +20,13 @@ type Appender interface {
 	Append(ctx context.Context, event any, durable bool) (Record, error)
 }
 
+// BatchAppender is an Appender that can add several events as consecutive
+// records, all or none, in one write.
+type BatchAppender interface {
+	Appender
+	AppendAll(ctx context.Context, events []any, durable bool) (Record, error)
+}
+
 // Log is an Appender that holds resources to release: what Open returns.
 type Log interface {
 	Appender

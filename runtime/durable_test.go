@@ -3,6 +3,8 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -93,6 +95,104 @@ func TestTrustedChangesAreDurableBeforeTheyRun(t *testing.T) {
 				}
 				if len(atRun) != 1 || atRun[0] != tc.want {
 					t.Fatalf("records made when the runtime ran: %v, want [%s]", atRun, tc.want)
+				}
+			})
+		}
+	}
+}
+
+// batchRecorder is an orderRecorder that also writes several events at
+// once, noting each batch as "[type type …]:<durable>", and can refuse
+// batches.
+type batchRecorder struct {
+	orderRecorder
+	failAll bool
+}
+
+func (r *batchRecorder) RecordAll(_ context.Context, evs []ahp.Event, durable bool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.failAll {
+		return errors.New("disk full")
+	}
+	s := "["
+	for i, ev := range evs {
+		if i > 0 {
+			s += " "
+		}
+		s += string(ev.EventType)
+	}
+	d := "buffered"
+	if durable {
+		d = "durable"
+	}
+	r.events = append(r.events, s+"]:"+d)
+	return nil
+}
+
+// TestTrustedReadRecordsInOneWrite: with a BatchRecorder, a trusted read
+// runs with its pre_action event already given to the subscribers and its
+// two records then written together, before the observation is returned;
+// if they cannot be written, the result is withheld (an internal error,
+// no payload). A trusted change still runs only after its own durable
+// pre_action record.
+func TestTrustedReadRecordsInOneWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		a      action.Action
+		atRun  []string
+		after  []string
+		change bool
+	}{
+		{"read", action.Action{Name: "workspace_read_file", Input: map[string]any{"path": "a"}, Trusted: true}, nil, []string{"[pre_action post_action]:buffered"}, false},
+		{"listing", action.Action{Name: "workspace_list_files", Input: map[string]any{}, Trusted: true}, nil, []string{"[pre_action post_action]:buffered"}, false},
+		{"write", action.Action{Name: "workspace_apply_patch", Input: map[string]any{"path": "a", "content": "x"}, Trusted: true}, []string{"pre_action:durable"}, []string{"pre_action:durable", "post_action:durable"}, true},
+	} {
+		for _, fail := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/failing=%v", tc.name, fail), func(t *testing.T) {
+				cfg := config.Default()
+				s, _ := sanitize.New(sanitize.Options{Key: []byte("0123456789abcdef")})
+				reg := schema.Catalog()
+				rec := &batchRecorder{failAll: fail}
+				h, err := New(Options{Registry: reg, Guard: policy.NewGuard(reg, cfg.GuardOptions()), Sanitizer: s, Recorder: rec})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var mu sync.Mutex
+				var published []ahp.EventType
+				h.Subscribe(ahp.SinkFunc(func(_ context.Context, ev ahp.Event) error {
+					mu.Lock()
+					published = append(published, ev.EventType)
+					mu.Unlock()
+					return nil
+				}))
+				var atRun []string
+				var publishedAtRun []ahp.EventType
+				h.Mount(schema.RuntimeWorkspace, action.SourceWorkspace, RuntimeFunc(func(context.Context, action.Action) (map[string]any, error) {
+					atRun = rec.seen()
+					mu.Lock()
+					publishedAtRun = append(publishedAtRun, published...)
+					mu.Unlock()
+					return map[string]any{"content": "secret-free"}, nil
+				}))
+				obs := h.Execute(context.Background(), tc.a)
+				if fmt.Sprint(atRun) != fmt.Sprint(tc.atRun) {
+					t.Fatalf("records when it ran: %v, want %v", atRun, tc.atRun)
+				}
+				if fmt.Sprint(publishedAtRun) != "[pre_action]" {
+					t.Fatalf("events the subscribers had when it ran: %v", publishedAtRun)
+				}
+				if fail && !tc.change {
+					if obs.Code != action.CodeInternal || obs.Payload != nil || !strings.Contains(obs.Message, "withheld") {
+						t.Fatalf("a read whose records failed: %+v", obs)
+					}
+					return
+				}
+				if !obs.OK() {
+					t.Fatalf("observation %+v", obs)
+				}
+				if got := rec.seen(); fmt.Sprint(got) != fmt.Sprint(tc.after) {
+					t.Fatalf("records: %v, want %v", got, tc.after)
 				}
 			})
 		}

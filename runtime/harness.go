@@ -35,6 +35,15 @@ type Recorder interface {
 	Record(ctx context.Context, ev ahp.Event, durable bool) error
 }
 
+// BatchRecorder is a Recorder that can write several events at once (one
+// write to the log instead of one each). The dispatcher writes a trusted
+// read's pre_action record together with its post_action record when its
+// Recorder is one.
+type BatchRecorder interface {
+	Recorder
+	RecordAll(ctx context.Context, evs []ahp.Event, durable bool) error
+}
+
 // Options configure a Harness. Registry, Guard and Sanitizer are required.
 type Options struct {
 	Registry  *schema.Registry
@@ -200,15 +209,20 @@ func (h *Harness) Execute(ctx context.Context, a action.Action) (obs action.Obse
 	if !d.Plain() {
 		obs.Decision = d.Info()
 	}
-	// A trusted action runs only after the record that it is about to run
-	// is in the log (fail closed). When it can change something (a write,
-	// a command, a call out) that record is on stable storage first, and so
-	// is its outcome. A read's records are handed to the operating system
+	// A trusted action that can change something (a write, a command, a
+	// call out) runs only after the record that it is about to run is on
+	// stable storage (fail closed), and so is its outcome. A trusted read
+	// changes nothing: its records are handed to the operating system
 	// without an fsync of their own (the next durable record or the OS
-	// flushes them): a crash may lose the record of a read, which changed
-	// nothing, never that of a change.
+	// flushes them), and with a BatchRecorder its pre_action record is
+	// written with its post_action record, in one write, before the
+	// observation is returned; if they cannot be written, the read's result
+	// is withheld (fail closed). A crash may lose the record of a read,
+	// whose result then reached nobody, never that of a change.
 	recorded := sc != nil && sc.Trusted
 	durable := recorded && sc.Risk != schema.RiskRead
+	_, batches := h.recorder.(BatchRecorder)
+	held := recorded && !durable && batches
 
 	// An ask that a person already answered (the approved plan the trusted
 	// service runs, or a session-scoped approval) lets the action run; its
@@ -249,7 +263,9 @@ func (h *Harness) Execute(ctx context.Context, a action.Action) (obs action.Obse
 		ev.emit(ahp.PostAction, &obs, false)
 		return obs
 	}
-	if err := ev.emit(ahp.PreAction, nil, durable); err != nil && recorded {
+	if held {
+		ev.hold(ahp.PreAction)
+	} else if err := ev.emit(ahp.PreAction, nil, durable); err != nil && recorded {
 		obs = h.fail(id, a.Name, action.SourceHarness, action.Errorf(action.CodeInternal, "the audit log cannot record this trusted action, so it does not run: %v", err))
 		obs.LatencyMS = ms(time.Since(start))
 		h.observe(ctx, req, &obs)
@@ -275,7 +291,14 @@ func (h *Harness) Execute(ctx context.Context, a action.Action) (obs action.Obse
 	}
 	obs.LatencyMS = ms(time.Since(start))
 	h.observe(ctx, req, &obs)
-	ev.emit(ahp.PostAction, &obs, durable)
+	if err := ev.emit(ahp.PostAction, &obs, durable); err != nil && held {
+		// Neither of the read's records is in the log: its result is
+		// withheld.
+		obs = h.fail(id, a.Name, action.SourceHarness, action.Errorf(action.CodeInternal, "the audit log cannot record this trusted action, so its result is withheld: %v", err))
+		obs.LatencyMS = ms(time.Since(start))
+		ev.emit(ahp.Error, &obs, false)
+		return obs
+	}
 	if obs.Status == action.StatusError {
 		ev.emit(ahp.Error, &obs, false)
 	}
@@ -361,6 +384,10 @@ type eventFrame struct {
 	// req is the guard's request, whose governance snapshot every event
 	// carries (as decided, then as counted).
 	req *policy.Request
+	// held is an event the subscribers have and the recorder does not
+	// yet: the next emit records it first, in the same write.
+	held    ahp.Event
+	holding bool
 }
 
 // emit builds one event and hands it to the recorder and the subscribers.
@@ -370,6 +397,41 @@ func (f *eventFrame) emit(t ahp.EventType, obs *action.Observation, durable bool
 	if h.recorder == nil && len(h.subscribers) == 0 {
 		return nil
 	}
+	ev := f.build(t, obs)
+	var recErr error
+	switch {
+	case f.holding:
+		f.holding = false
+		recErr = h.recorder.(BatchRecorder).RecordAll(f.ctx, []ahp.Event{f.held, ev}, durable)
+	case h.recorder != nil:
+		recErr = h.recorder.Record(f.ctx, ev, durable)
+	}
+	if recErr != nil {
+		h.log.Error("harness: audit record failed", "action", f.a.Name, "action_id", f.id, "event", string(t), "err", recErr)
+	}
+	f.publish(ev)
+	return recErr
+}
+
+// hold builds one event and hands it to the subscribers; the recorder gets
+// it with the next event emitted (see BatchRecorder).
+func (f *eventFrame) hold(t ahp.EventType) {
+	f.held, f.holding = f.build(t, nil), true
+	f.publish(f.held)
+}
+
+// publish hands ev to the subscribers.
+func (f *eventFrame) publish(ev ahp.Event) {
+	for _, s := range f.h.subscribers {
+		if err := s.Emit(f.ctx, ev); err != nil {
+			f.h.log.Warn("harness: event subscriber failed", "event", string(ev.EventType), "err", err)
+		}
+	}
+}
+
+// build builds one event of the action.
+func (f *eventFrame) build(t ahp.EventType, obs *action.Observation) ahp.Event {
+	h := f.h
 	p := &ahp.ActionPayload{
 		ActionID: f.id, Action: f.a.Name, Tenant: f.a.Tenant, TaskID: f.a.TaskID, StepID: f.a.StepID,
 		Principal: f.principal, Trusted: f.a.Trusted, Phase: string(f.phase), ApprovalID: f.approval,
@@ -392,23 +454,11 @@ func (f *eventFrame) emit(t ahp.EventType, obs *action.Observation, durable bool
 	if agent == "" {
 		agent = h.agentID
 	}
-	ev := ahp.Event{
+	return ahp.Event{
 		Version: ahp.Version, EventID: f.id + "." + string(t), EventType: t,
 		SessionID: f.a.SessionID, AgentID: agent, Timestamp: time.Now().UTC(),
 		Depth: depthFrom(f.ctx), Payload: p,
 	}
-	var recErr error
-	if h.recorder != nil {
-		if recErr = h.recorder.Record(f.ctx, ev, durable); recErr != nil {
-			h.log.Error("harness: audit record failed", "action", f.a.Name, "action_id", f.id, "event", string(t), "err", recErr)
-		}
-	}
-	for _, s := range h.subscribers {
-		if err := s.Emit(f.ctx, ev); err != nil {
-			h.log.Warn("harness: event subscriber failed", "event", string(t), "err", err)
-		}
-	}
-	return recErr
 }
 
 // plainAllow is the decision of every action the guard plainly allowed.
