@@ -172,8 +172,20 @@ func exactTypedEntry(e *action.Entry) bool {
 		return false
 	}
 	path := e.Path
-	return path != "" && strings.IndexByte(path, '\n') < 0 && strings.IndexByte(path, '\r') < 0 &&
-		path[len(path)-1] != '/' && (e.Type == "file" || e.Type == "dir") && e.Name == path[strings.LastIndexByte(path, '/')+1:]
+	if path == "" || path[len(path)-1] == '/' || (e.Type != "file" && e.Type != "dir") {
+		return false
+	}
+	// One pass: no line break, and the name is what follows the last "/".
+	last := -1
+	for i := 0; i < len(path); i++ {
+		switch path[i] {
+		case '\n', '\r':
+			return false
+		case '/':
+			last = i
+		}
+	}
+	return e.Name == path[last+1:]
 }
 
 // exactEntry reports whether the line of entry e (path, name and type

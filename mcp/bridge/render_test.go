@@ -1,9 +1,11 @@
 package bridge
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/harness-runtime/harness/action"
 )
@@ -60,5 +62,37 @@ func TestRenderPreview(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, renderPreview(tc.p))
 		})
+	}
+}
+
+// TestTypedListingRendersAsGeneric: a runtime's typed listing renders to
+// the text its generic form (maps, as decoded from JSON) renders to, and
+// is carried by the text exactly when that form is, for random entries:
+// line breaks, slashes and tabs in names, names that are not the path's
+// last element, every type, with and without details.
+func TestTypedListingRendersAsGeneric(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	pick := func(xs ...string) string { return xs[rng.IntN(len(xs))] }
+	for range 3000 {
+		es := make(action.Entries, rng.IntN(4))
+		for i := range es {
+			name := pick("a", "b.txt", "x\ny", "r\r", "", "t\tab", "dir/")
+			path := pick("", "sub/", "a/b/") + name
+			if rng.IntN(8) == 0 {
+				name = pick("other", "b.txt")
+			}
+			es[i] = action.Entry{Path: path, Name: name, Type: pick("file", "dir", "symlink", "other")}
+			if rng.IntN(2) == 0 {
+				es[i].Detailed, es[i].Size, es[i].ModTime = true, rng.Int64N(1000), pick("2026-01-01T00:00:00Z", "", "bad\ttime", "x\n")
+			}
+		}
+		truncated := rng.IntN(4) == 0
+		typed := map[string]any{"entries": es, "truncated": truncated}
+		generic := map[string]any{"entries": es.Generic(), "truncated": truncated}
+		gotText, gotExact := renderEntriesExact(typed)
+		wantText, wantExact := renderEntriesExact(generic)
+		require.Equal(t, wantText, gotText, "%+v", es)
+		require.Equal(t, wantExact, gotExact, "%+v", es)
+		require.Equal(t, entriesInText(generic["entries"]), entriesInText(typed["entries"]), "%+v", es)
 	}
 }
