@@ -536,7 +536,7 @@ func (w *Workspace) readFile(ctx context.Context, in map[string]any) (map[string
 	if ranged {
 		res, err = readLines(ctx, f, offset, limit, w.opts.MaxFileBytes)
 	} else {
-		res, err = readWhole(ctx, f, fi.Size(), w.opts.MaxFileBytes)
+		res, err = readWhole(ctx, f, fi.Size(), w.opts.MaxFileBytes, &w.sums, rel)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", quote(rel), err)
@@ -571,7 +571,7 @@ type readResult struct {
 // was size when it was opened: the common case of a whole small file is
 // read in one go and its lines counted at once. A file that grew since
 // goes through readLines.
-func readWhole(ctx context.Context, r io.Reader, size, maxBytes int64) (readResult, error) {
+func readWhole(ctx context.Context, r io.Reader, size, maxBytes int64, sums *readSums, rel string) (readResult, error) {
 	if size < 0 || size > maxBytes {
 		return readLines(ctx, r, 0, 0, maxBytes)
 	}
@@ -587,20 +587,26 @@ func readWhole(ctx context.Context, r io.Reader, size, maxBytes int64) (readResu
 		return readResult{}, err
 	}
 	b := buf[:n]
+	if res, ok := sums.match(rel, b); ok {
+		return res, nil
+	}
 	sum := sha256.Sum256(b)
 	res := readResult{size: int64(n), sum: hex.EncodeToString(sum[:]), lines: int64(bytes.Count(b, []byte{'\n'}))}
 	if n > 0 && b[n-1] != '\n' {
 		res.lines++
 	}
-	if bytes.IndexByte(b[:min(n, binarySniffBytes)], 0) >= 0 {
-		res.binary = true
-		return res, nil
-	}
 	// buf is this read's own and is never written again: its bytes are
 	// the content, without a copy.
+	var data string
 	if n > 0 {
-		res.content = unsafe.String(&b[0], n)
+		data = unsafe.String(&b[0], n)
 	}
+	if bytes.IndexByte(b[:min(n, binarySniffBytes)], 0) >= 0 {
+		res.binary = true
+	} else {
+		res.content = data
+	}
+	sums.note(rel, data, res)
 	return res, nil
 }
 

@@ -15,7 +15,7 @@ func checkReadWholeMatchesReadLines(t *testing.T, content []byte, size, maxBytes
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := readWhole(context.Background(), bytes.NewReader(content), size, maxBytes)
+	got, err := readWhole(context.Background(), bytes.NewReader(content), size, maxBytes, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,6 +99,7 @@ type Workspace struct {
 	rootPath string // absolute, symlinks resolved
 	opts     Options
 	lists    *listCache // nil: every listing reads the directory
+	sums     readSums   // the last whole reads of files, to hash again only what changed
 }
 
 // New opens dir as the workspace root. The path is made absolute and its
