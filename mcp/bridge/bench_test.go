@@ -68,10 +68,10 @@ func BenchmarkBridgeRead64KiB(b *testing.B) {
 }
 
 // BenchmarkBridgeList1000 is the bridge's own cost of one
-// workspace_list_files of a 1,000-entry directory (with sizes and times:
-// one lstat per entry).
+// workspace_list_files of a 1,000-entry directory with details (sizes and
+// times: one lstat per entry, unless the listing cache answers).
 func BenchmarkBridgeList1000(b *testing.B) {
-	benchCall(b, benchBridge(b), "workspace_list_files", map[string]any{"path": "many"})
+	benchCall(b, benchBridge(b), "workspace_list_files", map[string]any{"path": "many", "details": true})
 }
 
 // BenchmarkBridgeList1000Changed is BenchmarkBridgeList1000 with one
@@ -81,7 +81,7 @@ func BenchmarkBridgeList1000(b *testing.B) {
 func BenchmarkBridgeList1000Changed(b *testing.B) {
 	s, root := benchBridgeRoot(b)
 	handler := s.handlerFor("workspace_list_files")
-	req := mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "workspace_list_files", Arguments: map[string]any{"path": "many"}}}
+	req := mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "workspace_list_files", Arguments: map[string]any{"path": "many", "details": true}}}
 	ctx := context.Background()
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
@@ -95,8 +95,8 @@ func BenchmarkBridgeList1000Changed(b *testing.B) {
 	}
 }
 
-// BenchmarkBridgeList1000Names is the same listing with details false:
-// names and types only.
+// BenchmarkBridgeList1000Names is the same listing without details (the
+// default): names and types only.
 func BenchmarkBridgeList1000Names(b *testing.B) {
 	benchCall(b, benchBridge(b), "workspace_list_files", map[string]any{"path": "many", "details": false})
 }

@@ -82,7 +82,7 @@ func appendToolResponse(b []byte, id mcpgo.RequestId, res *mcpgo.CallToolResult)
 		b = append(b, ',')
 	}
 	b = append(b, `"content":[{"type":"text","text":`...)
-	b = action.AppendJSONString(b, text.Text)
+	b = appendText(b, text.Text)
 	b = append(b, `}],"structuredContent":`...)
 	b, err = appendObservation(b, obs)
 	if err != nil {
