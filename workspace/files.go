@@ -165,8 +165,8 @@ func (w *Workspace) listFiles(ctx context.Context, in map[string]any) (map[strin
 		// A directory the cache serves is opened through its own chain
 		// of watched directories; anything it does not (a symlink on the
 		// way, another file system, an error) is read below.
-		if ents, ok := w.lists.list(rel, details); ok {
-			return l.flat(rel, ents)
+		if es, ok := w.lists.list(rel, details); ok {
+			return l.copied(rel, es)
 		}
 	}
 	dir, err := w.root.OpenRoot(rel)
@@ -200,26 +200,18 @@ func (l *lister) payload(rel string) map[string]any {
 	return map[string]any{"path": rel, "entries": entries, "truncated": l.truncated}
 }
 
-// flat is the payload of a listing of the directory at rel, not
-// recursive, whose entries (sorted by name) are ents.
-func (l *lister) flat(rel string, ents []listEntry) (map[string]any, error) {
+// copied is the payload of a listing of the directory at rel, not
+// recursive, whose entries (sorted by name, from the listing cache) are
+// es: a copy of its own, so that nothing done to one listing's entries
+// reaches another's.
+func (l *lister) copied(rel string, es action.Entries) (map[string]any, error) {
 	if err := l.ctx.Err(); err != nil {
 		return nil, action.Errorf(action.CodeTimeout, "listing %s: %v", quote(rel), err)
 	}
-	fit := min(len(ents), l.max)
+	fit := min(len(es), l.max)
 	l.entries = make(action.Entries, fit)
-	if fit > 0 && ents[0].path != "" {
-		// The cache's entries carry their paths.
-		for i, e := range ents[:fit] {
-			l.entries[i] = entryOf(e.path, e)
-		}
-	} else {
-		paths := childPaths(rel, ents[:fit])
-		for i, e := range ents[:fit] {
-			l.entries[i] = entryOf(paths[i], e)
-		}
-	}
-	l.truncated = fit < len(ents)
+	copy(l.entries, es)
+	l.truncated = fit < len(es)
 	return l.payload(rel), nil
 }
 
@@ -335,9 +327,6 @@ type listEntry struct {
 	detailed bool
 	size     int64
 	modTime  string // RFC 3339, UTC, with nanoseconds
-	// path, when set, is the entry's root-relative path, which a cached
-	// listing keeps for the listings it answers.
-	path string
 }
 
 // formatModTime is how a listing writes a modification time.

@@ -295,3 +295,21 @@ func TestCancelledContext(t *testing.T) {
 		})
 	}
 }
+
+// TestListingEntriesAreTheirOwn: a listing answered from the listing
+// cache is a copy: changing one listing's entries changes no other.
+func TestListingEntriesAreTheirOwn(t *testing.T) {
+	f := newFixture(t, DefaultOptions(), map[string]string{"a.txt": "a", "b.txt": "b"})
+	for _, details := range []bool{false, true} {
+		in := map[string]any{"details": details}
+		first := f.mustRun(t, "workspace_list_files", in)["entries"].(action.Entries)
+		second := f.mustRun(t, "workspace_list_files", in)["entries"].(action.Entries)
+		first[0].Path, first[0].Name, first[1].Type = "changed", "changed", "other"
+		third := f.mustRun(t, "workspace_list_files", in)["entries"].(action.Entries)
+		for _, es := range []action.Entries{second, third} {
+			if len(es) != 2 || es[0].Path != "a.txt" || es[0].Name != "a.txt" || es[1].Type != "file" {
+				t.Fatalf("details %v: a listing changed with another's entries: %+v", details, es)
+			}
+		}
+	}
+}

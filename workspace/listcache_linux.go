@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/harness-runtime/harness/action"
 )
 
 // listCache keeps the entries of directories listed before, so that
@@ -62,9 +64,9 @@ type listCache struct {
 
 // cachedDir is one directory's entries as last read, sorted by name.
 type cachedDir struct {
-	names   []listEntry // nil when not cached
-	details []listEntry // nil when not cached
-	filled  time.Time   // when details were read
+	names   action.Entries // nil when not cached
+	details action.Entries // nil when not cached
+	filled  time.Time      // when details were read
 }
 
 const (
@@ -157,7 +159,7 @@ func (c *listCache) close() {
 // when the directory cannot be cached (or does not exist, or is not a
 // directory): the caller then lists it as it would without a cache, and
 // says why it cannot.
-func (c *listCache) list(rel string, details bool) ([]listEntry, bool) {
+func (c *listCache) list(rel string, details bool) (action.Entries, bool) {
 	if c == nil {
 		return nil, false
 	}
@@ -177,7 +179,7 @@ func (c *listCache) list(rel string, details bool) ([]listEntry, bool) {
 }
 
 // cached returns the entries of rel as last read, if they are kept.
-func (c *listCache) cached(rel string, details bool) ([]listEntry, bool) {
+func (c *listCache) cached(rel string, details bool) (action.Entries, bool) {
 	d := c.dirs[rel]
 	switch {
 	case d == nil:
@@ -192,7 +194,7 @@ func (c *listCache) cached(rel string, details bool) ([]listEntry, bool) {
 
 // fill reads the directory at rel for the cache; c.mu is held and the
 // queue drained.
-func (c *listCache) fill(rel string, details bool) ([]listEntry, bool) {
+func (c *listCache) fill(rel string, details bool) (action.Entries, bool) {
 	if len(c.dirs) >= maxCachedDirs || len(c.watches) >= maxWatches {
 		if c.reset() != nil {
 			return nil, false
@@ -217,12 +219,17 @@ func (c *listCache) fill(rel string, details bool) ([]listEntry, bool) {
 		d = &cachedDir{}
 		c.dirs[rel] = d
 	}
-	if details {
-		d.details, d.filled = ents, time.Now()
-	} else {
-		d.names = ents
+	// Built once here; each listing gets a copy of its own.
+	es := make(action.Entries, len(ents))
+	for i, p := range childPaths(rel, ents) {
+		es[i] = entryOf(p, ents[i])
 	}
-	return ents, true
+	if details {
+		d.details, d.filled = es, time.Now()
+	} else {
+		d.names = es
+	}
+	return es, true
 }
 
 // readChain watches the root (open on rootFd) and each directory on the
@@ -289,10 +296,6 @@ func (c *listCache) readChain(rootFd int, rel string, details bool) ([]listEntry
 			e.modTime = formatModTime(time.Unix(st.Mtim.Unix()))
 		}
 		ents = append(ents, e)
-	}
-	// The paths every listing of this directory gives, built once here.
-	for i, p := range childPaths(rel, ents) {
-		ents[i].path = p
 	}
 	return ents, true
 }

@@ -2,7 +2,11 @@
 
 package workspace
 
-import "os"
+import (
+	"os"
+
+	"github.com/harness-runtime/harness/action"
+)
 
 // listCache is Linux only (inotify); elsewhere every listing reads its
 // directory.
@@ -12,4 +16,4 @@ func newListCache(*os.Root) *listCache { return nil }
 
 func (*listCache) close() {}
 
-func (*listCache) list(string, bool) ([]listEntry, bool) { return nil, false }
+func (*listCache) list(string, bool) (action.Entries, bool) { return nil, false }
