@@ -171,21 +171,42 @@ func exactTypedEntry(e *action.Entry) bool {
 	if e.Detailed && (e.ModTime == "" || strings.ContainsAny(e.ModTime, "\t\n\r")) {
 		return false
 	}
-	path := e.Path
-	if path == "" || path[len(path)-1] == '/' || (e.Type != "file" && e.Type != "dir") {
+	path, name := e.Path, e.Name
+	if path == "" || path[len(path)-1] == '/' || (e.Type != "file" && e.Type != "dir") ||
+		len(name) > len(path) || path[len(path)-len(name):] != name {
 		return false
 	}
-	// One pass: no line break, and the name is what follows the last "/".
-	last := -1
-	for i := 0; i < len(path); i++ {
-		switch path[i] {
-		case '\n', '\r':
-			return false
-		case '/':
-			last = i
+	// The name ends the path: it must be all of the last element (no "/"
+	// in it, and one just before it), and no line break anywhere.
+	if i := len(path) - len(name) - 1; i >= 0 && path[i] != '/' {
+		return false
+	}
+	return !hasAnyOf(path[:len(path)-len(name)], '\n', '\r', 0) && !hasAnyOf(name, '\n', '\r', '/')
+}
+
+// hasAnyOf reports whether s holds the byte a, b or c (c 0: only a or b
+// are looked for, and a NUL byte is not), eight bytes at a time.
+func hasAnyOf(s string, a, b, c byte) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	zero := func(x uint64) uint64 { return (x - ones) &^ x & highs } // a marked byte: a zero byte of x, or a borrow above one
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		m := zero(x^(ones*uint64(a))) | zero(x^(ones*uint64(b)))
+		if c != 0 {
+			m |= zero(x ^ (ones * uint64(c)))
+		}
+		if m != 0 {
+			break // a match, or a borrow: the bytes decide
 		}
 	}
-	return e.Name == path[last+1:]
+	for ; i < len(s); i++ {
+		if s[i] == a || s[i] == b || (c != 0 && s[i] == c) {
+			return true
+		}
+	}
+	return false
 }
 
 // exactEntry reports whether the line of entry e (path, name and type

@@ -96,3 +96,32 @@ func TestTypedListingRendersAsGeneric(t *testing.T) {
 		require.Equal(t, entriesInText(generic["entries"]), entriesInText(typed["entries"]), "%+v", es)
 	}
 }
+
+// TestHasAnyOf holds the eight-bytes-at-a-time scan to a byte loop on
+// random strings of every length up to 40, from an alphabet rich in the
+// bytes looked for and their neighbours (borrows of the zero-byte test).
+func TestHasAnyOf(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	alphabet := []byte{'\n', '\r', '/', 0, 1, '\v', '\f', '.', '0', 'a', 0x80, 0xff, '\t', '\x0e'}
+	for range 20000 {
+		b := make([]byte, rng.IntN(41))
+		for i := range b {
+			b[i] = 'a'
+			if rng.IntN(6) == 0 {
+				b[i] = alphabet[rng.IntN(len(alphabet))]
+			}
+		}
+		s := string(b)
+		for _, set := range [][3]byte{{'\n', '\r', '/'}, {'\n', '\r', 0}} {
+			want := false
+			for i := range len(s) {
+				if s[i] == set[0] || s[i] == set[1] || (set[2] != 0 && s[i] == set[2]) {
+					want = true
+				}
+			}
+			if got := hasAnyOf(s, set[0], set[1], set[2]); got != want {
+				t.Fatalf("hasAnyOf(%q, %q) = %v, want %v", s, set, got, want)
+			}
+		}
+	}
+}
