@@ -168,7 +168,7 @@ func renderTypedEntries(es action.Entries, truncated bool) (string, bool) {
 // whose line reads back as its path, name and (when detailed) size and
 // modification time.
 func exactTypedEntry(e *action.Entry) bool {
-	if e.Detailed && (e.ModTime == "" || strings.ContainsAny(e.ModTime, "\t\n\r")) {
+	if e.Detailed && (e.ModTime == "" || hasAnyOf(e.ModTime, '\t', '\n', '\r')) {
 		return false
 	}
 	path, name := e.Path, e.Name
