@@ -104,7 +104,19 @@ type keyValue struct {
 }
 
 func appendSmallObject(b []byte, x map[string]any, depth int) ([]byte, error) {
+	// The pairs live on the stack, which must be cleared first: for the
+	// most common objects, a few keys, a smaller array clears faster.
+	if len(x) <= 4 {
+		var kv [4]keyValue
+		return appendSortedPairs(b, x, kv[:], depth)
+	}
 	var kv [smallObject]keyValue
+	return appendSortedPairs(b, x, kv[:], depth)
+}
+
+// appendSortedPairs appends x, whose keys fit in kv, with its keys and
+// values sorted together in kv.
+func appendSortedPairs(b []byte, x map[string]any, kv []keyValue, depth int) ([]byte, error) {
 	n := 0
 	for k, e := range x { // insertion sort: a few keys
 		i := n

@@ -125,6 +125,7 @@ type MemoryCounters struct {
 	epoch    time.Time        // carries a monotonic reading
 	epochUS  int64
 	ops      int
+	last     *memSession // the session the last call found
 }
 
 type memSession struct {
@@ -182,7 +183,11 @@ func (m *MemoryCounters) session(key SessionKey, slot *Slot, now int64, ttl time
 			return s
 		}
 	}
-	s := m.lookup(key, now)
+	s := m.last // the session of the last call: most calls are one session's
+	if s == nil || s.gone || s.expires < now || s.key != key {
+		s = m.lookup(key, now)
+		m.last = s
+	}
 	s.expires = now + int64(ttl/time.Microsecond)
 	if slot != nil {
 		*slot = Slot{s}
