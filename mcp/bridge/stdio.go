@@ -116,17 +116,19 @@ type stdioTransport struct {
 
 // lead reads lines of r and hands them to the dispatcher until it reaches
 // a request; then it serves the request itself, on the goroutine that read
-// it (no hand-off on the way in), and passes the reading on to another
-// goroutine as soon as the dispatcher has registered the request (so that
-// a notifications/cancelled read next finds it: mcp-go's cancellation
-// knows a request only from then on), or has answered it, whichever comes
-// first. The input is thus still read while the call runs (for
-// cancellations, answers to elicitations, and the next calls). Once the
-// call is answered the goroutine waits to read again: goroutines are
-// reused, and keep the stack a call grew (growing a new goroutine's stack
-// through the dispatcher, the guard and the audit log cost more than the
-// hand-off it saves). The goroutine that meets the end of the input, a
-// read error or the end of ctx sends it on end.
+// it (no hand-off on the way in). A call answered within handoffDelay of
+// its registration by the dispatcher (most are) is answered by the
+// reader, which then reads on: no other goroutine is woken. A call that
+// takes longer passes the reading on to another goroutine then (it was
+// registered, so that a notifications/cancelled read next finds it:
+// mcp-go's cancellation knows a request only from then on), and the input
+// is read while it runs (for cancellations, answers to elicitations, and
+// the next calls). Once such a call is answered its goroutine waits to
+// read again: goroutines are reused, and keep the stack a call grew
+// (growing a new goroutine's stack through the dispatcher, the guard and
+// the audit log cost more than the hand-off it saves). The goroutine that
+// meets the end of the input, a read error or the end of ctx sends it on
+// end.
 func (t *stdioTransport) lead(ctx context.Context, r *bufio.Reader, end chan<- error) {
 	for {
 		line, err := r.ReadBytes('\n')
@@ -145,14 +147,16 @@ func (t *stdioTransport) lead(ctx context.Context, r *bufio.Reader, end chan<- e
 					t.serve(ctx, line, m, nil)
 					return
 				}
-				t.serve(ctx, line, m, &handoff{pass: func() {
+				if t.serve(ctx, line, m, &handoff{pass: func() {
 					select {
 					case t.follow <- struct{}{}: // a goroutine waiting to read takes over
 					default:
 						go t.follower(ctx, r, end)
 						t.follow <- struct{}{}
 					}
-				}})
+				}}) {
+					continue // answered before the reading was passed on
+				}
 				select {
 				case <-t.follow:
 					continue
@@ -168,16 +172,43 @@ func (t *stdioTransport) lead(ctx context.Context, r *bufio.Reader, end chan<- e
 	}
 }
 
-// handoff passes the reading of the input on, once.
+// handoffDelay is how long a call may run, from its registration, before
+// the reading of the input is passed on to another goroutine: what a
+// cancellation, an answer to an elicitation or the next call may wait.
+const handoffDelay = time.Millisecond
+
+// handoff passes the reading of the input on, once, or keeps it.
 type handoff struct {
-	once sync.Once
-	pass func()
+	once  sync.Once
+	pass  func()
+	timer *time.Timer
 }
 
 func (h *handoff) fire() {
 	if h != nil {
 		h.once.Do(h.pass)
 	}
+}
+
+// arm passes the reading on after handoffDelay, unless keep comes first.
+func (h *handoff) arm() {
+	if h != nil && h.timer == nil {
+		h.timer = time.AfterFunc(handoffDelay, h.fire)
+	}
+}
+
+// keep ends the handoff; it reports whether the reading was kept (not
+// passed on before).
+func (h *handoff) keep() bool {
+	if h == nil {
+		return false
+	}
+	kept := false
+	h.once.Do(func() { kept = true })
+	if h.timer != nil {
+		h.timer.Stop()
+	}
+	return kept
 }
 
 // handoffKey keys a request's handoff in its context, where the
@@ -188,7 +219,7 @@ type handoffKey struct{}
 // is registered for cancellation, before its handler runs.
 func requestRegistered(ctx context.Context, _ any, _ mcpgo.MCPMethod, _ any) {
 	if h, ok := ctx.Value(handoffKey{}).(*handoff); ok {
-		h.fire()
+		h.arm()
 	}
 }
 
@@ -278,10 +309,11 @@ func (t *stdioTransport) take(ctx context.Context) bool {
 	return true
 }
 
-// serve answers one request that holds a slot, then frees the slot. It
-// fires h (when not nil) once the dispatcher registered the request, or
-// before writing the answer at the latest.
-func (t *stdioTransport) serve(ctx context.Context, line []byte, _ envelope, h *handoff) {
+// serve answers one request that holds a slot, then frees the slot. The
+// dispatcher's registration of the request arms h (when not nil): the
+// reading is passed on handoffDelay later unless the request is answered
+// first, and serve then reports that its caller still holds the reading.
+func (t *stdioTransport) serve(ctx context.Context, line []byte, _ envelope, h *handoff) (kept bool) {
 	defer t.calls.done()
 	sl := &slot{slots: t.slots, held: true}
 	defer sl.release()
@@ -290,10 +322,21 @@ func (t *stdioTransport) serve(ctx context.Context, line []byte, _ envelope, h *
 		ctx = context.WithValue(ctx, handoffKey{}, h)
 	}
 	resp := t.handle(ctx, line)
-	h.fire()
-	if resp != nil {
+	kept = h.keep()
+	switch {
+	case resp == nil:
+	case !kept:
 		t.write(resp)
+	default:
+		// Still the reader: a write that blocks on a client that stopped
+		// reading must not stop the reading too (the end of the input is
+		// how the bridge learns that the client went away).
+		w := &handoff{pass: h.pass}
+		w.arm()
+		t.write(resp)
+		kept = w.keep()
 	}
+	return kept
 }
 
 // handle runs the dispatcher, turning a panic into an internal error
