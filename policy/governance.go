@@ -3,7 +3,6 @@ package policy
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -359,7 +358,7 @@ func (a *Admission) SnapshotTo(s *ahp.Governance) {
 			// not change once set), so the string may share its bytes:
 			// every audit record of the action carries it with no
 			// allocation.
-			hex.Encode(a.hexBuf[:], hash[:])
+			encodeHash(&a.hexBuf, &hash)
 			a.hexed = true
 		}
 		s.ActionHash = unsafe.String(&a.hexBuf[0], len(a.hexBuf))
@@ -370,6 +369,24 @@ func (a *Admission) SnapshotTo(s *ahp.Governance) {
 			used := [...]int64{c.Actions, c.Risk, c.Errors, c.ConsecutiveErrors, c.WallMS / 1000, c.BytesWritten}[i]
 			s.Remaining.SetIndex(i, max(limit-used, 0))
 		}
+	}
+}
+
+// hexPairs holds the two lower-case hex digits of every byte value.
+var hexPairs = func() (t [256][2]byte) {
+	const digits = "0123456789abcdef"
+	for i := range t {
+		t[i] = [2]byte{digits[i>>4], digits[i&15]}
+	}
+	return t
+}()
+
+// encodeHash writes sum in lower-case hex, as hex.Encode does, a byte pair
+// per table lookup.
+func encodeHash(dst *[2 * sha256.Size]byte, sum *[sha256.Size]byte) {
+	for i, b := range sum {
+		p := hexPairs[b]
+		dst[2*i], dst[2*i+1] = p[0], p[1]
 	}
 }
 

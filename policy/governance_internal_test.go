@@ -202,3 +202,24 @@ func TestReadPayloadSmallAndLarge(t *testing.T) {
 		t.Errorf("small %v, large %v", a, b)
 	}
 }
+
+// TestEncodeHashIsHex: the snapshot's hash is written as hex.Encode writes
+// it, for random sums and the extremes.
+func TestEncodeHashIsHex(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	sums := [][32]byte{{}, {0: 0xff, 31: 0x0f}}
+	for range 200 {
+		var s [32]byte
+		for i := range s {
+			s[i] = byte(rng.IntN(256))
+		}
+		sums = append(sums, s)
+	}
+	for _, s := range sums {
+		var got [64]byte
+		encodeHash(&got, &s)
+		if want := hex.EncodeToString(s[:]); string(got[:]) != want {
+			t.Fatalf("encodeHash %s, want %s", got, want)
+		}
+	}
+}
