@@ -24,3 +24,21 @@ func ExampleAction_Hash() {
 	// true
 	// false
 }
+
+// A listing's entries are typed in process and encode as the generic
+// objects HTTP and audit clients see.
+func ExampleEntries() {
+	es := action.Entries{
+		{Path: "src", Name: "src", Type: "dir"},
+		{Path: "src/main.go", Name: "main.go", Type: "file", Detailed: true, Size: 120, ModTime: "2026-01-02T03:04:05Z"},
+	}
+	for _, e := range es {
+		fmt.Println(e.Type, e.Path)
+	}
+	b, _ := json.Marshal(map[string]any{"entries": es})
+	fmt.Println(string(b))
+	// Output:
+	// dir src
+	// file src/main.go
+	// {"entries":[{"name":"src","path":"src","type":"dir"},{"mod_time":"2026-01-02T03:04:05Z","name":"main.go","path":"src/main.go","size":120,"type":"file"}]}
+}
