@@ -90,6 +90,10 @@ func Build(cfg *config.Config, opts BuildOptions) (*Harness, *workspace.Workspac
 	return h, ws, nil
 }
 
+// The workspace's reads stop on their own when their context ends: the
+// dispatcher runs them on the caller's goroutine.
+var _ ContextHonouring = (*workspace.Workspace)(nil)
+
 // WorkspaceOptions translates harness.workspace into workspace.Options.
 func WorkspaceOptions(cfg *config.Config, helperPath string) workspace.Options {
 	w := cfg.Harness.Workspace

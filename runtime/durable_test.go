@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/harness-runtime/harness/action"
 	"github.com/harness-runtime/harness/ahp"
@@ -196,5 +197,65 @@ func TestTrustedReadRecordsInOneWrite(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// honouringRuntime is a workspace-like runtime whose reads block until
+// released, ignoring their context, and that says (or not) that it honours
+// its context.
+type honouringRuntime struct {
+	honours bool
+	release chan struct{}
+}
+
+func (r honouringRuntime) Run(context.Context, action.Action) (map[string]any, error) {
+	<-r.release
+	return map[string]any{}, nil
+}
+
+func (r honouringRuntime) HonoursContext() bool { return r.honours }
+
+// TestContextHonouringReadsRunOnTheCallersGoroutine: a read of a runtime
+// that honours its context is waited for (the dispatcher trusts it to stop
+// when its context ends, and does not hand it to a goroutine it could
+// abandon); a read of any other runtime is answered with timeout when its
+// context ends, even if the runtime never returns.
+func TestContextHonouringReadsRunOnTheCallersGoroutine(t *testing.T) {
+	for _, honours := range []bool{true, false} {
+		t.Run(fmt.Sprintf("honours=%v", honours), func(t *testing.T) {
+			cfg := config.Default()
+			s, _ := sanitize.New(sanitize.Options{Key: []byte("0123456789abcdef")})
+			reg := schema.Catalog()
+			h, err := New(Options{Registry: reg, Guard: policy.NewGuard(reg, cfg.GuardOptions()), Sanitizer: s})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rt := honouringRuntime{honours: honours, release: make(chan struct{})}
+			h.Mount(schema.RuntimeWorkspace, action.SourceWorkspace, rt)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+			defer cancel()
+			done := make(chan action.Observation, 1)
+			go func() {
+				done <- h.Execute(ctx, action.Action{Name: "workspace_read_file", Input: map[string]any{"path": "a"}, Trusted: true})
+			}()
+			select {
+			case obs := <-done:
+				if honours {
+					t.Fatalf("answered %s/%s before the runtime returned: the read was not waited for", obs.Status, obs.Code)
+				}
+				if obs.Code != action.CodeTimeout {
+					t.Fatalf("observation %s/%s, want timeout", obs.Status, obs.Code)
+				}
+				close(rt.release)
+			case <-time.After(300 * time.Millisecond):
+				if !honours {
+					t.Fatal("a read of a runtime that does not honour its context was not answered when the context ended")
+				}
+				close(rt.release)
+				if obs := <-done; !obs.OK() {
+					t.Fatalf("observation %+v", obs)
+				}
+			}
+		})
 	}
 }

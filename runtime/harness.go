@@ -313,15 +313,16 @@ func (h *Harness) observe(ctx context.Context, req *policy.Request, obs *action.
 }
 
 // run calls the runtime, turning a panic into an internal error. A read
-// is answered as soon as ctx is done; an action that may change something
-// (a write, a command, a network call) is waited for, so that its
-// observation says what happened rather than "timeout" for a write that
-// lands after it (runtimes honour ctx and stop as soon as they safely can).
+// is answered as soon as ctx is done (by the runtime itself when it is
+// ContextHonouring); an action that may change something (a write, a
+// command, a network call) is waited for, so that its observation says
+// what happened rather than "timeout" for a write that lands after it
+// (runtimes honour ctx and stop as soon as they safely can).
 func (h *Harness) run(ctx context.Context, rt Runtime, a action.Action, read bool) (map[string]any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, &action.Error{Code: ctxCode(err), Message: fmt.Sprintf("%s did not start: %v", a.Name, err)}
 	}
-	if ctx.Done() == nil || !read {
+	if ctx.Done() == nil || !read || honours(rt) {
 		return h.runSafely(ctx, rt, a)
 	}
 	type result struct {
@@ -348,6 +349,13 @@ func ctxCode(err error) action.Code {
 		return action.CodeCanceled
 	}
 	return action.CodeTimeout
+}
+
+// honours reports whether rt stops its reads itself when their context
+// ends (ContextHonouring).
+func honours(rt Runtime) bool {
+	c, ok := rt.(ContextHonouring)
+	return ok && c.HonoursContext()
 }
 
 func (h *Harness) runSafely(ctx context.Context, rt Runtime, a action.Action) (payload map[string]any, err error) {

@@ -26,6 +26,18 @@ type Runtime interface {
 	Run(ctx context.Context, a action.Action) (map[string]any, error)
 }
 
+// ContextHonouring is implemented by a runtime whose reads stop on their
+// own soon after their context is done (they check it between steps). The
+// dispatcher then runs a read on the caller's goroutine, and waits for it,
+// instead of on a goroutine of its own that it abandons when the context
+// ends: handing every read to another goroutine costs more than many reads
+// (a wake-up of another thread each). A runtime that says so takes on the
+// Harness's promise that a read is answered when its context ends, within
+// the time of one step.
+type ContextHonouring interface {
+	HonoursContext() bool
+}
+
 // RuntimeFunc adapts a function to Runtime.
 type RuntimeFunc func(ctx context.Context, a action.Action) (map[string]any, error)
 

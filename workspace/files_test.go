@@ -273,6 +273,9 @@ func TestWalkDepthLimit(t *testing.T) {
 	}
 }
 
+// TestCancelledContext: every read action stops on a context that is
+// done, which is what lets a dispatcher run them on its own goroutine
+// (HonoursContext).
 func TestCancelledContext(t *testing.T) {
 	f := newFixture(t, DefaultOptions(), map[string]string{"a/b.txt": "needle\n", "c.txt": "needle\n"})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -282,7 +285,10 @@ func TestCancelledContext(t *testing.T) {
 		in           map[string]any
 	}{
 		{"list", "workspace_list_files", map[string]any{"recursive": true}},
+		{"list one directory", "workspace_list_files", map[string]any{}},
+		{"list one directory with details", "workspace_list_files", map[string]any{"details": true}},
 		{"read", "workspace_read_file", map[string]any{"path": "c.txt"}},
+		{"propose a patch", "workspace_propose_patch", map[string]any{"path": "c.txt", "content": "x\n"}},
 		{"search tree", "workspace_search_text", map[string]any{"query": "needle"}},
 		{"search one file", "workspace_search_text", map[string]any{"query": "needle", "path": "c.txt"}},
 	}

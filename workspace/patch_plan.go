@@ -58,6 +58,9 @@ func patchError(file string, err error) error {
 }
 
 func (w *Workspace) plan(ctx context.Context, in map[string]any, write bool) (PatchPlan, error) {
+	if err := ctx.Err(); err != nil {
+		return PatchPlan{}, action.Errorf(action.CodeTimeout, "planning the change: %v", err)
+	}
 	pi, err := readPatchInput(in)
 	if err != nil {
 		return PatchPlan{}, err

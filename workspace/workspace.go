@@ -236,6 +236,15 @@ func (w *Workspace) Run(ctx context.Context, a action.Action) (map[string]any, e
 	return d.run(w, ctx, a.Input)
 }
 
+// HonoursContext reports that the workspace's reads (listing, reading,
+// searching, proposing a patch) check their context between steps
+// (directories, lines, files) and stop soon after it is done, so that a
+// dispatcher may run them on the caller's goroutine
+// (runtime.ContextHonouring). A single system call is not interrupted: a
+// read from a network file system mounted inside the root that stopped
+// answering returns when the kernel returns.
+func (w *Workspace) HonoursContext() bool { return true }
+
 // logger is Options.Logger, or one that discards.
 func (w *Workspace) logger() *slog.Logger {
 	if w.opts.Logger != nil {
