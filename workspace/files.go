@@ -567,7 +567,9 @@ func readWhole(ctx context.Context, r io.Reader, size, maxBytes int64, sums *rea
 	if err := ctx.Err(); err != nil {
 		return readResult{}, action.Errorf(action.CodeTimeout, "read interrupted: %v", err)
 	}
-	buf := make([]byte, size+1)
+	// A read that the memo answers gives its buffer back; any other keeps
+	// it as its content.
+	buf := readBuffer(int(size) + 1)
 	n, err := io.ReadFull(r, buf)
 	switch {
 	case err == nil: // more than size bytes: the file grew
@@ -577,6 +579,7 @@ func readWhole(ctx context.Context, r io.Reader, size, maxBytes int64, sums *rea
 	}
 	b := buf[:n]
 	if res, ok := sums.match(rel, b); ok {
+		giveBack(buf)
 		return res, nil
 	}
 	sum := sha256.Sum256(b)

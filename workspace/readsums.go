@@ -5,6 +5,29 @@ import (
 	"unsafe"
 )
 
+// readBuffers are buffers of whole reads that the memo answered (their
+// bytes were not kept): the next read of a file of at most readSumsMaxFile
+// bytes reads into one instead of allocating and clearing a new one. Only
+// the bytes a read fills are ever looked at.
+var readBuffers sync.Pool // of *[]byte
+
+// readBuffer returns a buffer of n bytes, whose contents are undefined.
+func readBuffer(n int) []byte {
+	if n <= readSumsMaxFile+1 {
+		if bp, _ := readBuffers.Get().(*[]byte); bp != nil && cap(*bp) >= n {
+			return (*bp)[:n]
+		}
+	}
+	return make([]byte, n)
+}
+
+// giveBack returns a buffer of readBuffer that nothing refers to any more.
+func giveBack(b []byte) {
+	if cap(b) <= readSumsMaxFile+1 {
+		readBuffers.Put(&b)
+	}
+}
+
 // Bounds of the reads a workspace remembers (readSums).
 const (
 	readSumsMaxBytes   = 8 << 20 // the files' bytes, in all
