@@ -59,7 +59,7 @@ func patchError(file string, err error) error {
 
 func (w *Workspace) plan(ctx context.Context, in map[string]any, write bool) (PatchPlan, error) {
 	if err := ctx.Err(); err != nil {
-		return PatchPlan{}, action.Errorf(action.CodeTimeout, "planning the change: %v", err)
+		return PatchPlan{}, &action.Error{Code: action.CodeTimeout, Message: "planning the change: " + err.Error(), Err: err}
 	}
 	pi, err := readPatchInput(in)
 	if err != nil {
