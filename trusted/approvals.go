@@ -233,8 +233,9 @@ func (m *MemoryApprovals) Request(_ context.Context, p runtime.PendingApproval) 
 		m.dropOldestLocked()
 	}
 	m.items[id] = st
+	stored := *st // read under the lock: a decision may follow at once
 	m.mu.Unlock()
-	return approvalOf(*st), nil
+	return approvalOf(stored), nil
 }
 
 // Get returns the approval id.

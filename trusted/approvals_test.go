@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -717,4 +718,53 @@ func TestApprovalTenantBoundApproverSeesItsTenantOnly(t *testing.T) {
 	st, body = call(t, "POST", f.URL+"/v1/approvals/"+mine+"/approve", keyTenantA, map[string]any{})
 	require.Equal(t, 200, st, "%v", body)
 	require.Equal(t, "tina", body["decided_by"])
+}
+
+// TestApprovalDecidedBeforeItsRequestReturns: an approver who finds a
+// pending approval in the list and decides it at once, while the request
+// that stored it is still returning, races with nothing (run with -race),
+// on every store.
+func TestApprovalDecidedBeforeItsRequestReturns(t *testing.T) {
+	for name, open := range approvalStores() {
+		t.Run(name, func(t *testing.T) {
+			s := open(t)
+			ctx := context.Background()
+			for i := range 100 {
+				stop := make(chan struct{})
+				decided := make(chan struct{})
+				go func() {
+					defer close(decided)
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						list, err := s.List(ctx, ApprovalPending)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						for _, ap := range list {
+							if _, err := s.Decide(ctx, ap.ID, StoreDecision{Status: ApprovalApproved, DecidedBy: "rita", Scope: ScopeOnce, At: time.Now()}); err == nil {
+								return
+							}
+						}
+					}
+				}()
+				a := action.Action{Name: "workspace_apply_patch", Input: map[string]any{"path": "f.txt", "content": fmt.Sprint(i)}, SessionID: "race"}
+				h, _ := a.Hash()
+				if _, err := s.Request(ctx, runtime.PendingApproval{Action: a, ActionHash: h, Principal: "alice"}); err != nil {
+					t.Fatal(err)
+				}
+				select {
+				case <-decided:
+				case <-time.After(5 * time.Second):
+					close(stop)
+					<-decided
+					t.Fatal("the approval was never seen pending")
+				}
+			}
+		})
+	}
 }
