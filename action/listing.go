@@ -104,17 +104,25 @@ func appendJSONText(b []byte, s string) []byte {
 	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})...)
 }
 
-// MapStrings returns a copy of es with each of its strings replaced by
-// f's answer, and whether any changed; a sanitizer uses it to redact a
-// listing without turning it into generic values.
+// MapStrings returns es with each of its strings replaced by f's answer,
+// and whether any changed: a copy when one did (es is never changed), es
+// itself when none did. A sanitizer uses it to redact a listing without
+// turning it into generic values.
 func (es Entries) MapStrings(f func(string) string) (any, bool) {
-	out := make(Entries, len(es))
-	changed := false
+	var out Entries // nil until an entry changes
 	for i, e := range es {
 		o := e
 		o.Path, o.Name, o.Type, o.ModTime = f(e.Path), f(e.Name), f(e.Type), f(e.ModTime)
-		changed = changed || o != e
-		out[i] = o
+		if out == nil && o != e {
+			out = make(Entries, len(es))
+			copy(out, es[:i])
+		}
+		if out != nil {
+			out[i] = o
+		}
 	}
-	return out, changed
+	if out == nil {
+		return es, false
+	}
+	return out, true
 }

@@ -566,34 +566,27 @@ type payloadKeys struct {
 	exitCode, durationMS, bytesRead, bytesWritten, content, matches any
 }
 
+// readPayload reads p in one pass: payloads hold a few keys, and the
+// events walk all of them anyway, where six lookups would mostly miss.
 func readPayload(p map[string]any) payloadKeys {
-	if len(p) <= 8 {
-		// A few keys: one pass over them costs less than six lookups,
-		// most of which miss.
-		var k payloadKeys
-		for name, v := range p {
-			switch name {
-			case "exit_code":
-				k.exitCode = v
-			case "duration_ms":
-				k.durationMS = v
-			case "bytes_read":
-				k.bytesRead = v
-			case "bytes_written":
-				k.bytesWritten = v
-			case "content":
-				k.content = v
-			case "matches":
-				k.matches = v
-			}
+	var k payloadKeys
+	for name, v := range p {
+		switch name {
+		case "exit_code":
+			k.exitCode = v
+		case "duration_ms":
+			k.durationMS = v
+		case "bytes_read":
+			k.bytesRead = v
+		case "bytes_written":
+			k.bytesWritten = v
+		case "content":
+			k.content = v
+		case "matches":
+			k.matches = v
 		}
-		return k
 	}
-	return payloadKeys{
-		exitCode: p["exit_code"], durationMS: p["duration_ms"],
-		bytesRead: p["bytes_read"], bytesWritten: p["bytes_written"],
-		content: p["content"], matches: p["matches"],
-	}
+	return k
 }
 
 // integer is v as an integer when it is one of the number types

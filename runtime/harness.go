@@ -71,6 +71,7 @@ type Harness struct {
 	guard     *policy.Guard
 	sanitizer Sanitizer
 	recorder  Recorder
+	batch     BatchRecorder // recorder, when it writes several events at once
 	approvals Approvals
 	agentID   string
 	log       *slog.Logger
@@ -114,6 +115,7 @@ func New(opts Options) (*Harness, error) {
 		idPrefix:  "act-" + hex.EncodeToString(rnd[:]) + "-",
 		governed:  slices.Contains(opts.Guard.Checks(), policy.StepGovernance),
 	}
+	h.batch, _ = opts.Recorder.(BatchRecorder)
 	if h.agentID == "" {
 		h.agentID = "harness"
 	}
@@ -221,8 +223,7 @@ func (h *Harness) Execute(ctx context.Context, a action.Action) (obs action.Obse
 	// whose result then reached nobody, never that of a change.
 	recorded := sc != nil && sc.Trusted
 	durable := recorded && sc.Risk != schema.RiskRead
-	_, batches := h.recorder.(BatchRecorder)
-	held := recorded && !durable && batches
+	held := recorded && !durable && h.batch != nil
 
 	// An ask that a person already answered (the approved plan the trusted
 	// service runs, or a session-scoped approval) lets the action run; its
@@ -410,7 +411,7 @@ func (f *eventFrame) emit(t ahp.EventType, obs *action.Observation, durable bool
 	switch {
 	case f.holding:
 		f.holding = false
-		recErr = h.recorder.(BatchRecorder).RecordAll(f.ctx, []ahp.Event{f.held, ev}, durable)
+		recErr = h.batch.RecordAll(f.ctx, []ahp.Event{f.held, ev}, durable)
 	case h.recorder != nil:
 		recErr = h.recorder.Record(f.ctx, ev, durable)
 	}

@@ -77,59 +77,48 @@ func renderEntries(p map[string]any) string {
 
 // renderEntriesExact renders a listing as Render does and reports, from
 // the same pass over its entries, whether the text tells everything the
-// entries say (see entriesInText).
+// entries say (see entriesInText). A runtime's typed listing is read as
+// it is; a generic one (maps, as decoded from JSON) entry by entry.
 func renderEntriesExact(p map[string]any) (string, bool) {
+	truncated := truthy(p["truncated"])
 	if es, ok := p["entries"].(action.Entries); ok {
-		return renderTypedEntries(es, truthy(p["truncated"]))
+		return renderTypedEntries(es, truncated)
 	}
-	var b strings.Builder
-	es := maps(p["entries"])
-	n := 0
-	for _, em := range es {
-		if path, ok := em["path"].(string); ok {
-			n += len(path) + 2
-		}
-		if t, ok := em["mod_time"].(string); ok {
-			n += len(t) + 24
-		}
+	ms := maps(p["entries"])
+	es := make(action.Entries, len(ms))
+	exact := len(ms) == listLen(p["entries"])
+	for i, em := range ms {
+		var shaped bool
+		es[i], shaped = entryOfMap(em)
+		exact = exact && shaped
 	}
-	b.Grow(n + 32)
-	exact := len(es) > 0 && len(es) == listLen(p["entries"])
-	for _, em := range es {
-		path, ok := em["path"].(string)
-		if !ok {
-			path = fmt.Sprint(em["path"])
-		}
-		typ, _ := em["type"].(string)
-		b.WriteString(path)
-		if typ == "dir" {
-			b.WriteByte('/')
-		}
-		size, sized := em["size"].(int64)
-		modTime, timed := em["mod_time"].(string)
-		if sized && timed {
-			b.WriteByte('\t')
-			b.WriteString(strconv.FormatInt(size, 10))
-			b.WriteByte('\t')
-			b.WriteString(modTime)
-		}
-		b.WriteByte('\n')
-		if exact {
-			name, _ := em["name"].(string)
-			exact = ok && exactEntry(em, path, name, typ)
-		}
-	}
-	if len(es) == 0 {
-		b.WriteString("(empty)\n")
-	}
-	if truthy(p["truncated"]) {
-		b.WriteString("… (more entries not shown)\n")
-	}
-	return strings.TrimSuffix(b.String(), "\n"), exact
+	text, typedExact := renderTypedEntries(es, truncated)
+	return text, exact && typedExact
 }
 
-// renderTypedEntries is renderEntriesExact of a runtime's typed listing:
-// the same text, with no map read.
+// entryOfMap reads a generic listing entry, and reports whether it has the
+// shape of a typed one: a string path, and no field but path, name, type
+// and (both or neither) size and mod_time.
+func entryOfMap(em map[string]any) (action.Entry, bool) {
+	path, ok := em["path"].(string)
+	if !ok {
+		path = fmt.Sprint(em["path"])
+	}
+	e := action.Entry{Path: path}
+	e.Name, _ = em["name"].(string)
+	e.Type, _ = em["type"].(string)
+	size, sized := em["size"].(int64)
+	modTime, timed := em["mod_time"].(string)
+	if sized && timed {
+		e.Detailed, e.Size, e.ModTime = true, size, modTime
+	}
+	return e, ok && (len(em) == 3 || len(em) == 5 && e.Detailed)
+}
+
+// renderTypedEntries renders a typed listing, one entry a line: its path,
+// a directory's ending in "/", then, with details, a tab, its size, a tab
+// and its modification time; and reports whether the text tells every
+// entry whole (exactTypedEntry).
 func renderTypedEntries(es action.Entries, truncated bool) (string, bool) {
 	n := 32
 	for i := range es {
@@ -164,9 +153,10 @@ func renderTypedEntries(es action.Entries, truncated bool) (string, bool) {
 	return strings.TrimSuffix(unsafe.String(unsafe.SliceData(b), len(b)), "\n"), exact
 }
 
-// exactTypedEntry is exactEntry of a typed entry: a file or a directory
-// whose line reads back as its path, name and (when detailed) size and
-// modification time.
+// exactTypedEntry reports whether the line of e tells everything e says:
+// a file or a directory whose path reads back as one line with its name
+// as the last element and, when detailed, a time without tabs or line
+// breaks.
 func exactTypedEntry(e *action.Entry) bool {
 	if e.Detailed && (e.ModTime == "" || hasAnyOf(e.ModTime, '\t', '\n', '\r')) {
 		return false
@@ -207,27 +197,6 @@ func hasAnyOf(s string, a, b, c byte) bool {
 		}
 	}
 	return false
-}
-
-// exactEntry reports whether the line of entry e (path, name and type
-// read from it) tells everything e says: a file or a directory, no other
-// field than its size and modification time (then both, a number and a
-// time written without tabs or line breaks), and a path that reads back as
-// one line with the name as its last element.
-func exactEntry(e map[string]any, path, name, typ string) bool {
-	switch len(e) {
-	case 3:
-	case 5:
-		_, sized := e["size"].(int64)
-		t, timed := e["mod_time"].(string)
-		if !sized || !timed || t == "" || strings.ContainsAny(t, "\t\n\r") {
-			return false
-		}
-	default:
-		return false
-	}
-	return path != "" && strings.IndexByte(path, '\n') < 0 && strings.IndexByte(path, '\r') < 0 &&
-		path[len(path)-1] != '/' && (typ == "file" || typ == "dir") && name == path[strings.LastIndexByte(path, '/')+1:]
 }
 
 // InText is the payload key under which the structured content of a tool
@@ -275,26 +244,25 @@ func carriedByText(obs action.Observation) string {
 // entriesInText reports whether a listing's text, one path a line with
 // directories marked, tells everything its entries say.
 func entriesInText(v any) bool {
-	if es, ok := v.(action.Entries); ok {
-		if len(es) == 0 {
+	es, ok := v.(action.Entries)
+	if !ok {
+		ms := maps(v)
+		if len(ms) != listLen(v) {
 			return false
 		}
-		for i := range es {
-			if !exactTypedEntry(&es[i]) {
+		es = make(action.Entries, len(ms))
+		for i, em := range ms {
+			var shaped bool
+			if es[i], shaped = entryOfMap(em); !shaped {
 				return false
 			}
 		}
-		return true
 	}
-	es := maps(v)
-	if len(es) == 0 || len(es) != listLen(v) {
+	if len(es) == 0 {
 		return false // an empty listing reads "(empty)", like a file of that name
 	}
-	for _, e := range es {
-		path, ok := e["path"].(string)
-		name, _ := e["name"].(string)
-		typ, _ := e["type"].(string)
-		if !ok || !exactEntry(e, path, name, typ) {
+	for i := range es {
+		if !exactTypedEntry(&es[i]) {
 			return false
 		}
 	}
