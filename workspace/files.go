@@ -504,11 +504,18 @@ func (w *Workspace) readFile(ctx context.Context, in map[string]any) (map[string
 	}
 	ranged := (hasOffset && in["offset"] != nil) || (hasLimit && in["limit"] != nil)
 
-	rel, err := w.checkPath(p)
+	rel, fi, err := w.statPath(p)
 	if err != nil {
 		return nil, err
 	}
-	f, fi, err := w.openFile(rel)
+	var f *os.File
+	if fi == nil {
+		// Gone: openRegular says how, as it does for any path.
+		f, fi, err = w.openFile(rel)
+	} else {
+		// statPath's stat serves as openRegular's: one stat per read.
+		f, fi, err = openStatted(w.root, rel, fi)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -82,26 +82,34 @@ func parsePath(p string) (rel string, wantDir bool, err error) {
 // must still do every file operation through w.root, which re-checks
 // confinement at the moment of the operation.
 func (w *Workspace) checkPath(p string) (string, error) {
+	rel, _, err := w.statPath(p)
+	return rel, err
+}
+
+// statPath is checkPath that also returns what the stat found there: nil
+// when nothing is there yet.
+func (w *Workspace) statPath(p string) (string, fs.FileInfo, error) {
 	rel, wantDir, err := parsePath(p)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	fi, err := w.root.Stat(rel)
 	switch {
 	case err == nil:
 		if err := refuseSpecial(rel, fi); err != nil {
-			return "", err
+			return "", nil, err
 		}
 		if wantDir && !fi.IsDir() {
-			return "", action.Errorf(action.CodeInvalidInput, "path %q is not a directory", p)
+			return "", nil, action.Errorf(action.CodeInvalidInput, "path %q is not a directory", p)
 		}
 	case isNotExist(err):
 		// Not there yet. A parent that is a symlink leading outside would
 		// have failed resolution with an escape error, not this one.
+		return rel, nil, nil
 	default:
-		return "", fsError(rel, err)
+		return "", nil, fsError(rel, err)
 	}
-	return rel, nil
+	return rel, fi, nil
 }
 
 // checkWritePath is checkPath plus the rules for writes. It refuses, in
