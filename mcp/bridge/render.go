@@ -120,6 +120,16 @@ func entryOfMap(em map[string]any) (action.Entry, bool) {
 // and its modification time; and reports whether the text tells every
 // entry whole (exactTypedEntry).
 func renderTypedEntries(es action.Entries, truncated bool) (string, bool) {
+	if text, exact, ok := rememberedListing(es, truncated); ok {
+		return text, exact
+	}
+	text, exact := renderTypedEntriesNew(es, truncated)
+	rememberListing(es, truncated, text, exact)
+	return text, exact
+}
+
+// renderTypedEntriesNew is renderTypedEntries without the memo.
+func renderTypedEntriesNew(es action.Entries, truncated bool) (string, bool) {
 	n := 32
 	for i := range es {
 		n += len(es[i].Path) + 2
