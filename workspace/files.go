@@ -577,7 +577,7 @@ func readWhole(ctx context.Context, r io.Reader, size, maxBytes int64, sums *rea
 	// A read that the memo answers gives its buffer back; any other keeps
 	// it as its content.
 	buf := readBuffer(int(size) + 1)
-	n, err := io.ReadFull(r, buf)
+	n, err := readToSize(r, buf, size)
 	switch {
 	case err == nil: // more than size bytes: the file grew
 		return readLines(ctx, io.MultiReader(bytes.NewReader(buf), r), 0, 0, maxBytes)
@@ -607,6 +607,31 @@ func readWhole(ctx context.Context, r io.Reader, size, maxBytes int64, sums *rea
 	}
 	sums.note(rel, data, res)
 	return res, nil
+}
+
+// readToSize reads r, a file of size bytes, into buf (size+1 bytes), as
+// io.ReadFull does, but in one read when that read returns exactly size
+// bytes: a read of a regular file that stops short of the buffer stops at
+// the file's end, so the end needs no second read to be seen. The content
+// is then the file as it was at that read (had it grown since, the bytes
+// past size came after). Fewer bytes read on; a full buffer means the file
+// grew.
+func readToSize(r io.Reader, buf []byte, size int64) (int, error) {
+	n, err := r.Read(buf)
+	switch {
+	case err != nil || n == len(buf):
+		if err == nil || n > 0 && err == io.EOF {
+			err = nil
+			if n < len(buf) {
+				err = io.ErrUnexpectedEOF
+			}
+		}
+		return n, err
+	case int64(n) == size:
+		return n, io.ErrUnexpectedEOF
+	}
+	more, err := io.ReadFull(r, buf[n:])
+	return n + more, err
 }
 
 // readLines streams r once: it hashes every byte, counts lines, sniffs for
