@@ -39,24 +39,53 @@ const binarySniffBytes = 8 << 10
 // returned FileInfo describes the opened handle, not the name, so a file
 // swapped after the check cannot slip through. The caller closes the file.
 func (w *Workspace) openFile(rel string) (*os.File, fs.FileInfo, error) {
-	return openRegular(w.root, rel)
+	return openRegular(w.root, rel, w.dev)
+}
+
+// rootDevice is the device of a root's file system, which was found not
+// to be a pseudo file system while the root was open (ok: known). Holding
+// the root open keeps that file system alive, so its device number
+// cannot pass to another one meanwhile: a file with the same device is on
+// it, and needs no statfs of its own.
+type rootDevice struct {
+	dev uint64
+	ok  bool
+}
+
+// deviceOfRoot returns the device of the directory r is open on.
+func deviceOfRoot(r *os.Root) rootDevice {
+	fi, err := r.Stat(".")
+	if err != nil {
+		return rootDevice{}
+	}
+	dev, ok := deviceOf(fi)
+	return rootDevice{dev, ok}
+}
+
+// holds reports whether a file of stat fi is on the root's file system.
+func (d rootDevice) holds(fi fs.FileInfo) bool {
+	dev, ok := deviceOf(fi)
+	return d.ok && ok && dev == d.dev
 }
 
 // openRegular is openFile relative to any root (the workspace root or a
 // directory root opened beneath it).
-func openRegular(root *os.Root, rel string) (*os.File, fs.FileInfo, error) {
+func openRegular(root *os.Root, rel string, dev rootDevice) (*os.File, fs.FileInfo, error) {
 	// Stat first so that a FIFO or device is never opened at all; the
 	// checks on the opened handle below close the race that remains.
 	fi, err := root.Stat(rel)
 	if err != nil {
 		return nil, nil, fsError(rel, err)
 	}
-	return openStatted(root, rel, fi)
+	return openStatted(root, rel, fi, dev)
 }
 
 // openStatted is openRegular for a caller that has just stat'ed rel (or
-// lstat'ed it and found no symlink): fi is what is there.
-func openStatted(root *os.Root, rel string, fi fs.FileInfo) (*os.File, fs.FileInfo, error) {
+// lstat'ed it and found no symlink): fi is what is there. dev is the
+// device of the workspace's file system, when known: a file on another
+// device (a bind mount, an overlay's lower layer) may be a view of /proc
+// or /sys, and only such a file's file system is looked up.
+func openStatted(root *os.Root, rel string, fi fs.FileInfo, dev rootDevice) (*os.File, fs.FileInfo, error) {
 	if err := refuseSpecial(rel, fi); err != nil {
 		return nil, nil, err
 	}
@@ -78,6 +107,9 @@ func openStatted(root *os.Root, rel string, fi fs.FileInfo) (*os.File, fs.FileIn
 			return nil, nil, err
 		}
 		return nil, nil, action.Errorf(action.CodeInvalidInput, "path %s is not a regular file", quote(rel))
+	}
+	if dev.holds(fi) {
+		return f, fi, nil
 	}
 	if name := pseudoFSOf(f); name != "" {
 		f.Close()
@@ -514,7 +546,7 @@ func (w *Workspace) readFile(ctx context.Context, in map[string]any) (map[string
 		f, fi, err = w.openFile(rel)
 	} else {
 		// statPath's stat serves as openRegular's: one stat per read.
-		f, fi, err = openStatted(w.root, rel, fi)
+		f, fi, err = openStatted(w.root, rel, fi, w.dev)
 	}
 	if err != nil {
 		return nil, err

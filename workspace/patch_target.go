@@ -153,7 +153,7 @@ func (w *Workspace) readSeen(rel string, at seen) (current, error) {
 		return current{}, action.Errorf(action.CodePathOutsideRoot, "path %s is a symlink; patches never write through symlinks", quote(rel))
 	}
 	// Not a symlink: what lstat saw is what a stat would see.
-	f, fi, err := openStatted(w.root, rel, fi)
+	f, fi, err := openStatted(w.root, rel, fi, w.dev)
 	if err != nil {
 		return current{}, err
 	}

@@ -207,7 +207,7 @@ func (s *search) ancestorIgnores(rel string) ignoreStack {
 // readIgnoreFile reads and parses the .gitignore at name (relative to
 // root) for the directory base, or returns nil when there is none usable.
 func readIgnoreFile(root *os.Root, base, name string) *ignoreFile {
-	f, fi, err := openRegular(root, name)
+	f, fi, err := openRegular(root, name, rootDevice{})
 	if err != nil {
 		return nil
 	}

@@ -98,6 +98,7 @@ type Workspace struct {
 	root     *os.Root
 	rootPath string // absolute, symlinks resolved
 	opts     Options
+	dev      rootDevice // of the root's file system, which is not a pseudo one
 	lists    *listCache // nil: every listing reads the directory
 	sums     readSums   // the last whole reads of files, to hash again only what changed
 }
@@ -150,7 +151,7 @@ func New(dir string, opts Options) (*Workspace, error) {
 	openRoots.Lock()
 	openRoots.n[abs]++
 	openRoots.Unlock()
-	w := &Workspace{root: root, rootPath: abs, opts: opts}
+	w := &Workspace{root: root, rootPath: abs, opts: opts, dev: deviceOfRoot(root)}
 	if !opts.NoListCache {
 		w.lists = newListCache(root)
 	}
