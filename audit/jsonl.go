@@ -340,11 +340,11 @@ func (l *JSONL) Append(ctx context.Context, event any, durable bool) (Record, er
 	if err := ctx.Err(); err != nil {
 		return Record{}, fmt.Errorf("audit append: %w", err)
 	}
-	ev, err := action.Canonical(event)
+	evs, err := canonicalEvents([]any{event})
 	if err != nil {
-		return Record{}, fmt.Errorf("audit append: event: %w", err)
+		return Record{}, err
 	}
-	return l.append([][]byte{ev}, durable)
+	return l.append(evs, durable)
 }
 
 // AppendAll adds events as consecutive records of the chain, all or none,
@@ -357,15 +357,32 @@ func (l *JSONL) AppendAll(ctx context.Context, events []any, durable bool) (Reco
 	if len(events) == 0 {
 		return Record{}, nil
 	}
-	evs := make([][]byte, len(events))
-	for i, event := range events {
-		ev, err := action.Canonical(event)
-		if err != nil {
-			return Record{}, fmt.Errorf("audit append: event: %w", err)
-		}
-		evs[i] = ev
+	evs, err := canonicalEvents(events)
+	if err != nil {
+		return Record{}, err
 	}
 	return l.append(evs, durable)
+}
+
+// eventBytes is room for a typical event's canonical JSON: most fit, so
+// that a record's event is encoded without growing its buffer.
+const eventBytes = 1 << 10
+
+// canonicalEvents returns the canonical JSON of each event, all in one
+// allocation when they fit in eventBytes each. Each is its own slice,
+// capped at its end, and never written again (records keep them).
+func canonicalEvents(events []any) ([][]byte, error) {
+	evs := make([][]byte, len(events))
+	buf := make([]byte, 0, eventBytes*len(events))
+	for i, event := range events {
+		start := len(buf)
+		var err error
+		if buf, err = action.AppendCanonical(buf, event); err != nil {
+			return nil, fmt.Errorf("audit append: event: %w", err)
+		}
+		evs[i] = buf[start:len(buf):len(buf)]
+	}
+	return evs, nil
 }
 
 func (l *JSONL) append(evs [][]byte, durable bool) (Record, error) {
