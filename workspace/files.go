@@ -42,11 +42,11 @@ func (w *Workspace) openFile(rel string) (*os.File, fs.FileInfo, error) {
 	return openRegular(w.root, rel, w.dev)
 }
 
-// rootDevice is the device of a root's file system, which was found not
-// to be a pseudo file system while the root was open (ok: known). Holding
-// the root open keeps that file system alive, so its device number
-// cannot pass to another one meanwhile: a file with the same device is on
-// it, and needs no statfs of its own.
+// rootDevice is the device of a root's file system (the workspace's, or
+// a search's), which was found not to be a pseudo file system while the
+// root was open (ok: known). Holding the root open keeps that file system
+// alive, so its device number cannot pass to another one meanwhile: a
+// file with the same device is on it, and needs no statfs of its own.
 type rootDevice struct {
 	dev uint64
 	ok  bool
@@ -62,10 +62,18 @@ func deviceOfRoot(r *os.Root) rootDevice {
 	return rootDevice{dev, ok}
 }
 
-// holds reports whether a file of stat fi is on the root's file system.
+// holds reports whether a file of stat fi is known to be on the root's
+// file system.
 func (d rootDevice) holds(fi fs.FileInfo) bool {
 	dev, ok := deviceOf(fi)
 	return d.ok && ok && dev == d.dev
+}
+
+// differs reports whether a file of stat fi is known to be on another
+// file system than the root's (a mount point beneath it).
+func (d rootDevice) differs(fi fs.FileInfo) bool {
+	dev, ok := deviceOf(fi)
+	return d.ok && ok && dev != d.dev
 }
 
 // openRegular is openFile relative to any root (the workspace root or a
@@ -651,19 +659,20 @@ func readWhole(ctx context.Context, r io.Reader, size, maxBytes int64, sums *rea
 func readToSize(r io.Reader, buf []byte, size int64) (int, error) {
 	n, err := r.Read(buf)
 	switch {
-	case err != nil || n == len(buf):
-		if err == nil || n > 0 && err == io.EOF {
-			err = nil
-			if n < len(buf) {
-				err = io.ErrUnexpectedEOF
-			}
+	case n == len(buf):
+		return n, nil
+	case err == nil && int64(n) != size:
+		more, err := io.ReadFull(r, buf[n:])
+		if n > 0 && err == io.EOF {
+			err = io.ErrUnexpectedEOF
 		}
-		return n, err
-	case int64(n) == size:
+		return n + more, err
+	case n == 0 && err == io.EOF:
+		return 0, io.EOF
+	case err == nil || err == io.EOF:
 		return n, io.ErrUnexpectedEOF
 	}
-	more, err := io.ReadFull(r, buf[n:])
-	return n + more, err
+	return n, err
 }
 
 // readLines streams r once: it hashes every byte, counts lines, sniffs for

@@ -163,8 +163,7 @@ type search struct {
 	maxResults int
 	maxFiles   int
 
-	dev    uint64
-	hasDev bool
+	dev rootDevice // of the search root
 
 	filesSearched atomic.Int64
 	filesCapped   atomic.Bool  // the walk stopped at maxFiles or skipped too-deep directories

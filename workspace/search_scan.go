@@ -11,12 +11,11 @@ import (
 
 // scanner is one worker's state: its read buffer is reused across files.
 type scanner struct {
-	m      *matcher
-	buf    []byte
-	limit  int
-	cur    litCursor
-	dev    uint64 // device of the search root, when hasDev
-	hasDev bool
+	m     *matcher
+	buf   []byte
+	limit int
+	cur   litCursor
+	dev   rootDevice // of the search root
 }
 
 func newScanner(m *matcher, limit int) *scanner {
@@ -42,7 +41,7 @@ func (sc *scanner) scanFile(ctx context.Context, dir *os.Root, name, rel string)
 	// overlay file system's lower layer) may be a view of /proc or /sys:
 	// check its file system then, and only then, to keep the common case
 	// at one fstat.
-	if d, ok := deviceOf(fi); sc.hasDev && ok && d != sc.dev && pseudoFSOf(f) != "" {
+	if !sc.dev.holds(fi) && pseudoFSOf(f) != "" {
 		return nil, false
 	}
 	ms, binary, _ := sc.scan(ctx, f, fi.Size(), rel)

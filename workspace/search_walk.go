@@ -52,7 +52,6 @@ func (s *search) run(rel string) error {
 	if !fi.IsDir() {
 		return s.scanOne(rel)
 	}
-	s.dev, s.hasDev = deviceOf(fi)
 	dir, err := s.w.root.OpenRoot(rel)
 	if err != nil {
 		return fsError(rel, err)
@@ -61,6 +60,7 @@ func (s *search) run(rel string) error {
 		dir.Close()
 		return action.Errorf(action.CodeInvalidInput, "path %s is on the %s pseudo file system, which is never served", quote(rel), name)
 	}
+	s.dev = deviceOfRoot(dir)
 	ignores := s.ancestorIgnores(rel)
 
 	ctx, cancel := context.WithCancel(s.ctx)
@@ -87,7 +87,7 @@ func (s *search) run(rel string) error {
 		go func() {
 			defer wg.Done()
 			sc := newScanner(s.m, s.maxResults)
-			sc.dev, sc.hasDev = s.dev, s.hasDev
+			sc.dev = s.dev
 			for job := range jobs {
 				if ctx.Err() != nil {
 					job.dir.release()
@@ -196,7 +196,7 @@ func (s *search) ancestorIgnores(rel string) ignoreStack {
 	dir := "."
 	parts := strings.Split(rel, "/")
 	for i := range parts {
-		if f := readIgnoreFile(s.w.root, dir, joinRel(dir, ".gitignore")); f != nil {
+		if f := readIgnoreFile(s.w.root, s.w.dev, dir, joinRel(dir, ".gitignore")); f != nil {
 			stack = append(stack, f)
 		}
 		dir = strings.Join(parts[:i+1], "/")
@@ -205,9 +205,10 @@ func (s *search) ancestorIgnores(rel string) ignoreStack {
 }
 
 // readIgnoreFile reads and parses the .gitignore at name (relative to
-// root) for the directory base, or returns nil when there is none usable.
-func readIgnoreFile(root *os.Root, base, name string) *ignoreFile {
-	f, fi, err := openRegular(root, name, rootDevice{})
+// root, whose file system is dev's) for the directory base, or returns
+// nil when there is none usable.
+func readIgnoreFile(root *os.Root, dev rootDevice, base, name string) *ignoreFile {
+	f, fi, err := openRegular(root, name, dev)
 	if err != nil {
 		return nil
 	}
@@ -267,7 +268,7 @@ func (s *search) walk(ctx context.Context, dir *os.Root, rel string, depth int, 
 	slices.SortFunc(ents, func(a, b dirEntry) int { return strings.Compare(a.name, b.name) })
 	for _, e := range ents {
 		if e.name == ".gitignore" && e.mode.IsRegular() {
-			if f := readIgnoreFile(dir, rel, ".gitignore"); f != nil {
+			if f := readIgnoreFile(dir, s.dev, rel, ".gitignore"); f != nil {
 				ignores = append(ignores[:len(ignores):len(ignores)], f)
 			}
 			break
@@ -288,7 +289,7 @@ func (s *search) walk(ctx context.Context, dir *os.Root, rel string, depth int, 
 			if err != nil || !fi.IsDir() {
 				continue
 			}
-			if d, ok := deviceOf(fi); s.hasDev && ok && d != s.dev {
+			if s.dev.differs(fi) {
 				continue // a mount point: not crossed
 			}
 			if depth+1 >= maxWalkDepth {
