@@ -25,8 +25,8 @@ const (
 // Each record holds a copy of the entries it was rendered from, never
 // changed after it is stored: what a caller does with its own entries
 // later cannot make a record tell something else. That copy is what a
-// miss costs beyond rendering (a directory that changes before every
-// listing pays it every time, about a tenth of the rendering). A record is kept only
+// miss costs beyond rendering: a directory that changes before every
+// listing pays it every time. A record is kept only
 // when its text is at most memoTextMax bytes, which bounds the memory
 // of its paths and times too.
 var renderedListings struct {
