@@ -33,15 +33,27 @@ func (a Action) Hash() (string, error) {
 // contents are replaced) for the canonical JSON, and buf as it grew, so
 // that a caller hashing many actions can reuse one buffer.
 func (a *Action) AppendSum(buf []byte) (sum [sha256.Size]byte, out []byte, err error) {
+	b, err := a.AppendHashed(buf)
+	if err != nil {
+		return sum, buf, err
+	}
+	return sha256.Sum256(b), b, nil
+}
+
+// AppendHashed returns buf (its contents replaced) holding the canonical
+// JSON that Hash hashes, {"input": …, "name": …}: two actions have the
+// same hash exactly when these bytes are equal. On error buf is returned
+// as it was.
+func (a *Action) AppendHashed(buf []byte) ([]byte, error) {
 	b := append(buf[:0], `{"input":`...)
 	// One level down, as in the object {"input", "name"} Hash encodes.
-	if b, err = appendCanonical(b, a.Input, 1); err != nil {
-		return sum, buf, err
+	b, err := appendCanonical(b, a.Input, 1)
+	if err != nil {
+		return buf, err
 	}
 	b = append(b, `,"name":`...)
 	b = AppendJSONString(b, a.Name)
-	b = append(b, '}')
-	return sha256.Sum256(b), b, nil
+	return append(b, '}'), nil
 }
 
 // Canonical returns the canonical JSON form of v: object keys sorted by

@@ -14,11 +14,16 @@ type Governance struct {
 	// and session_id) or "principal" (its principal and tenant, for
 	// actions without a session_id).
 	By string `json:"by"`
-	// ActionHash is the action's canonical hash, which the repeat checks
-	// compare. Only an action they had reason to compare is hashed: every
-	// action that changes something, and a read that failed or was issued
-	// while a failing streak was open. A read that succeeds in a session
-	// without one is not hashed, and its records carry no hash.
+	// ActionHash is the action's canonical hash, in the records of an
+	// action whose failure or refusal the repeat checks counted, or that
+	// they refused as repeated. Counters shared between replicas (Redis)
+	// compare canonical hashes, so there the records of every action the
+	// checks compared carry it: every action that changes something, and a
+	// read issued while a failing streak was open. Counters in one
+	// process's memory compare a cheaper keyed hash of the same canonical
+	// form, which no record carries. A read that succeeds in a session
+	// without a failing streak is compared with nothing and carries no
+	// hash.
 	ActionHash string `json:"action_hash,omitempty"`
 	// Counted reports whether this action counts against the budgets: it
 	// was admitted in phase direct or execute (a preview is checked, not

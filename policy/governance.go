@@ -419,6 +419,9 @@ func (g *Governor) decide(ctx context.Context, req *Request) Decision {
 	if v.Code == action.CodeNone {
 		return Decision{}
 	}
+	if v.Code == action.CodeRepeatedAction {
+		adm.sum.Sum() // its records name the action that repeated
+	}
 	return Decision{Outcome: Deny, Code: v.Code, Rule: v.Limit, Message: g.message(req, lim, v, &c), RetryAfter: v.RetryAfter}
 }
 
@@ -448,11 +451,6 @@ func (g *Governor) sum(adm *Admission, req *Request) *ActionSum {
 	}
 	if adm.sum.action == nil {
 		adm.sum.action = &req.Action
-		if adm.changes {
-			// Its settlement needs the hash whatever happens, and the
-			// pre_action record then carries it too.
-			adm.sum.Sum()
-		}
 	}
 	return &adm.sum
 }
@@ -509,17 +507,18 @@ func (g *Governor) Observe(ctx context.Context, req *Request, obs *action.Observ
 	}
 	o := Settlement{Counted: adm.counted, Weight: adm.weight, Changes: adm.changes, IdleTTL: g.idleTTL, Slot: &adm.slot}
 	o.Ran = obs.Source != action.SourcePolicy && obs.Source != action.SourceHarness && obs.Source != ""
-	p := readPayload(obs.Payload)
+	p := obs.Payload
 	switch {
 	case obs.Status == action.StatusBlocked:
 		o.Refused = true
-	case obs.Status == action.StatusError, obs.Status == action.StatusOK && number(p.exitCode) != 0:
+	case obs.Status == action.StatusError, obs.Status == action.StatusOK && exitCode(p) != 0:
 		o.Failed = true
 	}
 	if o.Ran {
 		o.Hash = g.sum(adm, req)
 		if o.Failed || o.Refused {
 			o.Result = resultHash(obs)
+			o.Hash.Sum() // its records name the action whose failure counts
 		}
 		if obs.Status == action.StatusOK {
 			if adm.changes {
@@ -528,7 +527,7 @@ func (g *Governor) Observe(ctx context.Context, req *Request, obs *action.Observ
 				o.BytesRead = bytesRead(p)
 			}
 		}
-		if d, ok := p.durationMS.(float64); ok && d > 0 {
+		if d, ok := p["duration_ms"].(float64); ok && d > 0 {
 			o.CommandMS = int64(d)
 		}
 	}
@@ -561,34 +560,6 @@ func (g *Governor) Counters(ctx context.Context, key SessionKey) (ahp.Governance
 	return a.Snapshot(), nil
 }
 
-// payloadKeys are the values of the payload keys Observe reads.
-type payloadKeys struct {
-	exitCode, durationMS, bytesRead, bytesWritten, content, matches any
-}
-
-// readPayload reads p in one pass: payloads hold a few keys, and the
-// events walk all of them anyway, where six lookups would mostly miss.
-func readPayload(p map[string]any) payloadKeys {
-	var k payloadKeys
-	for name, v := range p {
-		switch name {
-		case "exit_code":
-			k.exitCode = v
-		case "duration_ms":
-			k.durationMS = v
-		case "bytes_read":
-			k.bytesRead = v
-		case "bytes_written":
-			k.bytesWritten = v
-		case "content":
-			k.content = v
-		case "matches":
-			k.matches = v
-		}
-	}
-	return k
-}
-
 // integer is v as an integer when it is one of the number types
 // runtimes report, and whether it was.
 func integer(v any) (int64, bool) {
@@ -613,14 +584,15 @@ func exitCode(p map[string]any) int64 { return number(p["exit_code"]) }
 
 // bytesWritten is what a write reports it wrote, else what it was given
 // to write.
-func bytesWritten(input map[string]any, p payloadKeys) int64 {
-	if n, ok := integer(p.bytesWritten); ok {
+func bytesWritten(input, p map[string]any) int64 {
+	if n, ok := integer(p["bytes_written"]); ok {
 		return n
 	}
-	for _, k := range []string{"content", "patch"} {
-		if s, ok := input[k].(string); ok {
-			return int64(len(s))
-		}
+	if s, ok := input["content"].(string); ok {
+		return int64(len(s))
+	}
+	if s, ok := input["patch"].(string); ok {
+		return int64(len(s))
 	}
 	return 0
 }
@@ -628,15 +600,15 @@ func bytesWritten(input map[string]any, p payloadKeys) int64 {
 // bytesRead is what a read brought back: its payload's bytes_read when
 // it reports one, else the length of its content (a file read) or of its
 // matching lines (a search).
-func bytesRead(p payloadKeys) int64 {
-	if n, ok := integer(p.bytesRead); ok {
+func bytesRead(p map[string]any) int64 {
+	if n, ok := integer(p["bytes_read"]); ok {
 		return n
 	}
-	if s, ok := p.content.(string); ok {
+	if s, ok := p["content"].(string); ok {
 		return int64(len(s))
 	}
 	var n int64
-	if ms, ok := p.matches.([]any); ok {
+	if ms, ok := p["matches"].([]any); ok {
 		for _, m := range ms {
 			if mm, ok := m.(map[string]any); ok {
 				if s, ok := mm["text"].(string); ok {

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"crypto/sha256"
+	"hash/maphash"
 	"sync"
 
 	"github.com/harness-runtime/harness/action"
@@ -20,18 +21,47 @@ func actionHash(a *action.Action) ([sha256.Size]byte, bool) {
 	return sum, err == nil
 }
 
-// ActionSum is the canonical hash of one action (action.Action.Hash as
-// bytes), computed the first time a store needs it and then kept, so
-// that an action the repeat checks have no reason to compare is never
-// hashed: a read that succeeds while no failing streak is open. A store
-// that must always send the hash (RedisCounters) asks for it every time.
-// A nil ActionSum is an action governance does not hash (no repeat limit
-// is configured). It is not safe for concurrent use; one action's admit
-// and settle do not overlap.
+// A Print tells actions apart within this process: a keyed 128-bit hash
+// of the canonical JSON that the canonical hash hashes with SHA-256 (see
+// action.Action.AppendHashed). Two actions have the same Print when they
+// have the same canonical hash; two that do not have the same Print with
+// a probability of about 2⁻¹²⁸, and whoever chooses the actions cannot
+// make it more likely: the keys are random, made when the process starts,
+// and never leave it. MemoryCounters compares Prints, which cost a
+// fraction of a SHA-256; a store shared between processes needs the
+// canonical hash, which every process computes alike.
+type Print [2]uint64
+
+var printSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+
+// actionPrint is the Print of a, or false when its input has no canonical
+// form.
+func actionPrint(a *action.Action) (Print, bool) {
+	bp := hashBufs.Get().(*[]byte)
+	defer hashBufs.Put(bp)
+	b, err := a.AppendHashed(*bp)
+	if err != nil {
+		return Print{}, false
+	}
+	*bp = b
+	return Print{maphash.Bytes(printSeeds[0], b), maphash.Bytes(printSeeds[1], b)}, true
+}
+
+// ActionSum identifies one action for the repeat checks: its canonical
+// hash (action.Action.Hash as bytes) or its Print, each computed the first
+// time a store needs it and then kept, so that an action the repeat checks
+// have no reason to compare is never hashed: a read that succeeds while no
+// failing streak is open. A store that must always send the hash
+// (RedisCounters) asks for it every time; MemoryCounters asks only for the
+// Print. A nil ActionSum is an action governance does not hash (no repeat
+// limit is configured). It is not safe for concurrent use; one action's
+// admit and settle do not overlap.
 type ActionSum struct {
-	action *action.Action
-	sum    [sha256.Size]byte
-	state  uint8 // sumUnknown, sumKnown or sumNone
+	action     *action.Action
+	sum        [sha256.Size]byte
+	print      Print
+	state      uint8 // of sum: sumUnknown, sumKnown or sumNone
+	printState uint8 // of print, likewise
 }
 
 const (
@@ -40,8 +70,8 @@ const (
 	sumNone // the input has no canonical form
 )
 
-// Sum returns the action's hash and whether it has one (an input without
-// a canonical form has none). Nil has none.
+// Sum returns the action's canonical hash and whether it has one (an
+// input without a canonical form has none). Nil has none.
 func (h *ActionSum) Sum() ([sha256.Size]byte, bool) {
 	if h == nil || h.action == nil {
 		return [sha256.Size]byte{}, false
@@ -57,13 +87,30 @@ func (h *ActionSum) Sum() ([sha256.Size]byte, bool) {
 	return h.sum, h.state == sumKnown
 }
 
-// is reports whether the action has a hash and it is sum.
-func (h *ActionSum) is(sum *[sha256.Size]byte) bool {
-	v, ok := h.Sum()
-	return ok && v == *sum
+// Print returns the action's Print and whether it has one (exactly when
+// it has a canonical hash). Nil has none.
+func (h *ActionSum) Print() (Print, bool) {
+	if h == nil || h.action == nil {
+		return Print{}, false
+	}
+	if h.printState == sumUnknown {
+		var ok bool
+		if h.print, ok = actionPrint(h.action); ok {
+			h.printState = sumKnown
+		} else {
+			h.printState = sumNone
+		}
+	}
+	return h.print, h.printState == sumKnown
 }
 
-// known is the hash when it was already computed.
+// is reports whether the action has a Print and it is p.
+func (h *ActionSum) is(p *Print) bool {
+	v, ok := h.Print()
+	return ok && v == *p
+}
+
+// known is the canonical hash when it was already computed.
 func (h *ActionSum) known() ([sha256.Size]byte, bool) {
 	if h == nil || h.state != sumKnown {
 		return [sha256.Size]byte{}, false

@@ -146,6 +146,79 @@ func TestActionHashTellsInputsApart(t *testing.T) {
 	}
 }
 
+// TestPrintIsEqualExactlyWhenTheHashIs: MemoryCounters compares Prints
+// where RedisCounters compares canonical hashes, so two actions must have
+// the same Print exactly when they have the same canonical hash: inputs
+// canonically equal but built of other Go values (key orders, number
+// types and spellings, []string for []any, invalid UTF-8 and the U+FFFD
+// it stands for) share one, and random inputs of a small alphabet, which
+// often coincide, share one exactly when their hashes coincide. An input
+// without a canonical form has neither.
+func TestPrintIsEqualExactlyWhenTheHashIs(t *testing.T) {
+	alike := [][]action.Action{
+		{{Name: "x", Input: map[string]any{"a": 1, "b": "s"}}, {Name: "x", Input: map[string]any{"b": "s", "a": 1.0}}, {Name: "x", Input: map[string]any{"a": json.Number("1e0"), "b": "s"}}},
+		{{Name: "x", Input: map[string]any{"argv": []string{"git", "push"}}}, {Name: "x", Input: map[string]any{"argv": []any{"git", "push"}}}, {Name: "x", Input: map[string]any{"argv": json.RawMessage(`["git","push"]`)}}},
+		{{Name: "x", Input: map[string]any{"s": "a\xffb"}}, {Name: "x", Input: map[string]any{"s": "a\ufffdb"}}},
+		{{Name: "x", Input: map[string]any{"u": uint8(7), "i": int64(1) << 60}}, {Name: "x", Input: map[string]any{"u": 7, "i": float64(int64(1) << 60)}}},
+		{{Name: "x"}, {Name: "x", Input: nil}},
+	}
+	for _, group := range alike {
+		first, ok := actionPrint(&group[0])
+		if !ok {
+			t.Fatalf("%v has no Print", group[0].Input)
+		}
+		for _, a := range group[1:] {
+			if p, _ := actionPrint(&a); p != first {
+				t.Errorf("%v and %v are canonically equal, their Prints differ", group[0].Input, a.Input)
+			}
+		}
+	}
+	for _, in := range []map[string]any{{"f": func() {}}, {"x": math.NaN()}} {
+		if _, ok := actionPrint(&action.Action{Name: "x", Input: in}); ok {
+			t.Errorf("%v: an input without a canonical form has a Print", in)
+		}
+	}
+
+	rnd := rand.New(rand.NewPCG(3, 4))
+	small := func() any {
+		switch rnd.IntN(5) {
+		case 0:
+			return rnd.IntN(3)
+		case 1:
+			return float64(rnd.IntN(3))
+		case 2:
+			return []any{"a", rnd.IntN(2)}
+		case 3:
+			return nil
+		}
+		return []string{"", "a", "b", "\xff", "\ufffd"}[rnd.IntN(5)]
+	}
+	byHash := map[[32]byte]Print{}
+	byPrint := map[Print][32]byte{}
+	for range 5000 {
+		in := map[string]any{}
+		for range rnd.IntN(3) {
+			in[[]string{"k", "l", "m"}[rnd.IntN(3)]] = small()
+		}
+		a := action.Action{Name: []string{"x", "y"}[rnd.IntN(2)], Input: in}
+		h, ok1 := actionHash(&a)
+		p, ok2 := actionPrint(&a)
+		if !ok1 || !ok2 {
+			t.Fatalf("%v: hash %v, print %v", in, ok1, ok2)
+		}
+		if q, seen := byHash[h]; seen && q != p {
+			t.Fatalf("%v: equal hashes, Prints differ", in)
+		}
+		if g, seen := byPrint[p]; seen && g != h {
+			t.Fatalf("%v: equal Prints, hashes differ", in)
+		}
+		byHash[h], byPrint[p] = p, h
+	}
+	if len(byHash) < 100 {
+		t.Fatalf("only %d distinct actions: the test compares too little", len(byHash))
+	}
+}
+
 func with(in map[string]any, k string, v any) map[string]any {
 	out := map[string]any{}
 	for k2, v2 := range in {
@@ -186,20 +259,6 @@ func TestSnapshotBudgetOrder(t *testing.T) {
 	want := map[string]int64{BudgetActions: 9, BudgetRisk: 18, BudgetErrors: 27, BudgetConsecutiveErrors: 36, BudgetWall: 45, BudgetBytesWritten: 54}
 	if !maps.Equal(got, want) {
 		t.Errorf("remaining %v, want %v", got, want)
-	}
-}
-
-// TestReadPayloadSmallAndLarge: the keys Observe reads are the same
-// whether the payload is read by one pass or by lookups.
-func TestReadPayloadSmallAndLarge(t *testing.T) {
-	small := map[string]any{"exit_code": 2, "duration_ms": 1.5, "bytes_read": 7, "bytes_written": 8, "content": "c", "matches": []any{}, "other": true}
-	large := maps.Clone(small)
-	for i := range 10 {
-		large[fmt.Sprint("k", i)] = i
-	}
-	a, b := readPayload(small), readPayload(large)
-	if fmt.Sprint(a) != fmt.Sprint(b) || a.exitCode != 2 || a.content != "c" || a.bytesWritten != 8 {
-		t.Errorf("small %v, large %v", a, b)
 	}
 }
 

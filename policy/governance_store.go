@@ -129,14 +129,14 @@ type MemoryCounters struct {
 }
 
 type memSession struct {
-	store             *MemoryCounters
-	key               SessionKey
-	c                 Counters
-	bucket            bucket
-	lastHash          [sha256.Size]byte
-	failHash, failSig [sha256.Size]byte
-	expires           int64 // µs
-	gone              bool  // no longer in the store's map: a Slot to it is stale
+	store                *MemoryCounters
+	key                  SessionKey
+	c                    Counters
+	bucket               bucket
+	lastPrint, failPrint Print
+	failSig              [sha256.Size]byte
+	expires              int64 // µs
+	gone                 bool  // no longer in the store's map: a Slot to it is stale
 }
 
 // bucket is a token bucket: tokens as of at (µs); a zero at is full.
@@ -259,9 +259,9 @@ func (s *memSession) admit(args AdmitArgs, tb *bucket, now int64) Verdict {
 		return budget(BudgetWall)
 	case l.MaxBytesWritten > 0 && c.BytesWritten >= l.MaxBytesWritten:
 		return budget(BudgetBytesWritten)
-	case l.RepeatFailing > 0 && c.FailingRepeats >= l.RepeatFailing && args.Hash.is(&s.failHash):
+	case l.RepeatFailing > 0 && c.FailingRepeats >= l.RepeatFailing && args.Hash.is(&s.failPrint):
 		return Verdict{Code: action.CodeRepeatedAction, Limit: RepeatFailing}
-	case l.RepeatIdentical > 0 && args.Changes && c.Repeats >= l.RepeatIdentical && args.Hash.is(&s.lastHash):
+	case l.RepeatIdentical > 0 && args.Changes && c.Repeats >= l.RepeatIdentical && args.Hash.is(&s.lastPrint):
 		return Verdict{Code: action.CodeRepeatedAction, Limit: RepeatIdentical}
 	}
 	var st, tt float64
@@ -348,25 +348,25 @@ func (s *memSession) settle(o Settlement) {
 	if !o.Changes && !o.Failed && !o.Refused && c.FailingRepeats == 0 {
 		return // no repeat count can change: the action need not be hashed
 	}
-	hash, ok := o.Hash.Sum()
+	p, ok := o.Hash.Print()
 	if !ok {
 		return
 	}
 	if o.Changes {
-		if c.Repeats > 0 && s.lastHash == hash {
+		if c.Repeats > 0 && s.lastPrint == p {
 			c.Repeats++
 		} else {
-			s.lastHash, c.Repeats = hash, 1
+			s.lastPrint, c.Repeats = p, 1
 		}
 	}
 	switch {
 	case o.Failed || o.Refused:
-		if c.FailingRepeats > 0 && s.failHash == hash && s.failSig == o.Result {
+		if c.FailingRepeats > 0 && s.failPrint == p && s.failSig == o.Result {
 			c.FailingRepeats++
 		} else {
-			s.failHash, s.failSig, c.FailingRepeats = hash, o.Result, 1
+			s.failPrint, s.failSig, c.FailingRepeats = p, o.Result, 1
 		}
-	case s.failHash == hash:
+	case s.failPrint == p:
 		c.FailingRepeats = 0
 	}
 }

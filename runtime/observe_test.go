@@ -266,10 +266,9 @@ func (l *auditLog) Record(_ context.Context, ev ahp.Event, _ bool) error {
 // TestEveryAuditRecordCarriesTheGovernanceSnapshot: with an audit log and
 // no subscriber, each record of a governed action (pre_action as decided,
 // post_action and error as counted) carries the session's counters and
-// what remains of its budgets, and the action's hash whenever the repeat
-// checks compared it (a write always; a read that failed, or any read
-// while a failing streak is open; not a read that succeeded in a clean
-// session, which is never hashed); an action the guard
+// what remains of its budgets, and the action's canonical hash when its
+// failure counted or it was refused as repeated (counters in memory
+// compare a keyed hash, which records do not carry); an action the guard
 // refuses before the governance step is recorded without counters as
 // decided and with its refusal counted; a dispatcher without governance
 // records none.
@@ -360,28 +359,40 @@ func TestEveryAuditRecordCarriesTheGovernanceSnapshot(t *testing.T) {
 	assert.False(t, got[ahp.PostAction].Counted)
 	assert.Equal(t, int64(2), got[ahp.PostAction].Refusals, "its refusal is counted")
 
-	// A write is hashed before it runs, so both its records carry the
-	// hash; so is a read while the session's failing streak is open.
-	h2, log2 := build(gov)
+	// Counters in memory compare a keyed hash, not the canonical one: a
+	// write that succeeds, and a read while a failing streak is open, are
+	// compared but their records carry no hash. A failure's records and a
+	// repeated_action halt's records carry it.
+	gov2, err := policy.NewGovernor(policy.GovernanceOptions{Limits: policy.Limits{
+		MaxActions: 20, RepeatFailing: policy.DefaultRepeatFailing, RepeatIdentical: policy.DefaultRepeatIdentical,
+	}})
+	require.NoError(t, err)
+	h2, log2 := build(gov2)
+	log = log2
 	poke := action.Action{Name: "poke", SessionID: "t", Input: map[string]any{"n": 2}}
 	pokeHash, err := poke.Hash()
 	require.NoError(t, err)
+	for i := int64(1); i <= policy.DefaultRepeatIdentical; i++ {
+		obs = h2.Execute(ctx, poke)
+		require.True(t, obs.OK(), string(obs.JSON()))
+		got = records(obs)
+		require.Len(t, got, 2)
+		assert.Empty(t, got[ahp.PreAction].ActionHash, "a write that succeeds")
+		assert.Empty(t, got[ahp.PostAction].ActionHash, "a write that succeeds")
+		assert.Equal(t, i, got[ahp.PostAction].Repeats, "compared all the same")
+	}
 	obs = h2.Execute(ctx, poke)
-	require.True(t, obs.OK(), string(obs.JSON()))
-	log = log2
+	require.Equal(t, action.CodeRepeatedAction, obs.Code, string(obs.JSON()))
 	got = records(obs)
-	require.Len(t, got, 2)
-	for typ, g := range got {
-		assert.Equal(t, pokeHash, g.ActionHash, "a write: %s", typ)
+	for _, typ := range []ahp.EventType{ahp.PreAction, ahp.PostAction} {
+		assert.Equal(t, pokeHash, got[typ].ActionHash, "a repeated_action halt: %s", typ)
 	}
 	require.Equal(t, action.StatusError, h2.Execute(ctx, action.Action{Name: "broken", SessionID: "t"}).Status)
 	read := action.Action{Name: "noop", SessionID: "t", Input: map[string]any{"n": 3}}
-	readHash, err := read.Hash()
-	require.NoError(t, err)
 	obs = h2.Execute(ctx, read)
 	require.True(t, obs.OK(), string(obs.JSON()))
 	got = records(obs)
-	assert.Equal(t, readHash, got[ahp.PostAction].ActionHash, "a read settled while a failing streak is open")
+	assert.Empty(t, got[ahp.PostAction].ActionHash, "a read settled while a failing streak is open")
 
 	plain, plainLog := build(nil)
 	obs = plain.Execute(ctx, noop)
