@@ -13,11 +13,11 @@
 //   start-up:  spawn the server, connect, first tools/list complete
 //   read:      reads of a 64 KiB file (workspace_read_file / read_text_file)
 //   list:      listings of a 1,000-entry directory: workspace_list_files
-//              with its defaults (each entry's type, size and mod_time, in
-//              the text block), with details: false (names and types), and
-//              with details: true (the defaults again, beside the
-//              reference's list_directory_with_sizes); list_directory for
-//              the reference. The directory does not change between calls,
+//              with its defaults (names and types, in the text block), with
+//              details: false (the same, asked for), and with details: true
+//              (each entry's size and mod_time too, beside the reference's
+//              list_directory_with_sizes); list_directory for the
+//              reference. The directory does not change between calls,
 //              so Harness answers from its listing cache (see
 //              workspace/listcache_linux.go); BenchmarkBridgeList* in Go
 //              measure a listing with the cache off and after a change.
