@@ -2,8 +2,7 @@ package runtime
 
 import (
 	"context"
-	"strings"
-	"unsafe"
+	"slices"
 
 	"github.com/harness-runtime/harness/action"
 	"github.com/harness-runtime/harness/ahp"
@@ -36,13 +35,6 @@ func (list Observers) Observe(ctx context.Context, req *policy.Request, obs *act
 // replaced.
 const RedactedKey = "redacted"
 
-// markerPrefix starts every marker the sanitizer writes
-// (sanitize.MarkerPrefix), and markerLen is a marker's length.
-const (
-	markerPrefix = "hmac-sha256:"
-	markerLen    = len(markerPrefix) + 64
-)
-
 // RedactObservations returns the observer of harness.redact-observations:
 // the observation's payload and message go through s (Value, String), so
 // that every secret a tool printed or a file held reaches the model as its
@@ -57,24 +49,33 @@ const (
 // the observation of an action decided by a rule with redact: false
 // (policy.Rule.Unredacted, Request.Unredacted): a deployment's way to
 // show a trusted fixture to the model as written.
-func RedactObservations(s Sanitizer) Observer { return redactor{s} }
+func RedactObservations(s Redactor) Observer { return redactor{s} }
 
-type redactor struct{ s Sanitizer }
+// Redactor is what RedactObservations needs of a sanitizer (package
+// sanitize's): Value and String that tell report each marker they put in,
+// one call per secret replaced.
+type Redactor interface {
+	ValueReport(v any, sensitive []string, report func(marker string)) any
+	StringReport(s string, report func(marker string)) string
+}
+
+type redactor struct{ s Redactor }
 
 func (r redactor) Observe(_ context.Context, req *policy.Request, obs *action.Observation) {
 	if req != nil && req.Unredacted != "" {
 		return
 	}
 	var red ahp.Redaction
+	note := func(marker string) {
+		red.Count++
+		if len(red.Markers) < ahp.MaxRedactionMarkers && !slices.Contains(red.Markers, marker) {
+			red.Markers = append(red.Markers, marker)
+		}
+	}
 	if obs.Payload != nil {
-		out, _ := r.s.Value(obs.Payload, nil).(map[string]any)
-		countNew(obs.Payload, out, &red)
-		obs.Payload = out
+		obs.Payload, _ = r.s.ValueReport(obs.Payload, nil, note).(map[string]any)
 	}
-	if msg := r.s.String(obs.Message); !same(msg, obs.Message) {
-		countString(obs.Message, msg, &red)
-		obs.Message = msg
-	}
+	obs.Message = r.s.StringReport(obs.Message, note)
 	if red.Count == 0 {
 		return
 	}
@@ -82,103 +83,4 @@ func (r redactor) Observe(_ context.Context, req *policy.Request, obs *action.Ob
 		obs.Payload = map[string]any{}
 	}
 	obs.Payload[RedactedKey] = red
-}
-
-// same reports whether a and b are one string (the sanitizer returns its
-// input itself when nothing changed), without comparing their bytes.
-func same(a, b string) bool {
-	return len(a) == len(b) && (len(a) == 0 || unsafe.StringData(a) == unsafe.StringData(b))
-}
-
-// countNew adds to red the markers in out that in did not hold: out is the
-// sanitized copy of in, so the two are walked together and only strings
-// the sanitizer changed are looked at.
-func countNew(in, out any, red *ahp.Redaction) {
-	switch o := out.(type) {
-	case string:
-		i, _ := in.(string)
-		if !same(i, o) {
-			countString(i, o, red)
-		}
-	case map[string]any:
-		im, _ := in.(map[string]any)
-		for k, v := range o {
-			iv, ok := im[k]
-			if !ok {
-				// The key itself was redacted; its value is new too.
-				countString("", k, red)
-			}
-			countNew(iv, v, red)
-		}
-	case []any:
-		is, _ := in.([]any)
-		for j, v := range o {
-			var iv any
-			if j < len(is) {
-				iv = is[j]
-			}
-			countNew(iv, v, red)
-		}
-	case []string:
-		is, _ := in.([]string)
-		for j, v := range o {
-			var iv string
-			if j < len(is) {
-				iv = is[j]
-			}
-			if !same(iv, v) {
-				countString(iv, v, red)
-			}
-		}
-	case map[string]string:
-		im, _ := in.(map[string]string)
-		for k, v := range o {
-			if iv, ok := im[k]; !ok || !same(iv, v) {
-				countString(iv, v, red)
-			}
-		}
-	case action.Entries:
-		is, _ := in.(action.Entries)
-		for j, e := range o {
-			var ie action.Entry
-			if j < len(is) {
-				ie = is[j]
-			}
-			for _, f := range [...][2]string{{ie.Path, e.Path}, {ie.Name, e.Name}, {ie.Type, e.Type}, {ie.ModTime, e.ModTime}} {
-				if !same(f[0], f[1]) {
-					countString(f[0], f[1], red)
-				}
-			}
-		}
-	}
-}
-
-// countString adds the markers of out beyond those already in in: one
-// pass over each.
-func countString(in, out string, red *ahp.Redaction) {
-	had := strings.Count(in, markerPrefix)
-	n := 0
-	for rest := out; ; {
-		i := strings.Index(rest, markerPrefix)
-		if i < 0 {
-			break
-		}
-		n++
-		end := min(i+markerLen, len(rest))
-		if m := rest[i:end]; len(m) == markerLen && len(red.Markers) < ahp.MaxRedactionMarkers &&
-			!contains(red.Markers, m) && (had == 0 || !strings.Contains(in, m)) {
-			red.Markers = append(red.Markers, strings.Clone(m))
-		}
-		rest = rest[end:]
-	}
-	red.Count += max(n-had, 0)
-}
-
-func contains(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
 }

@@ -117,12 +117,20 @@ func (s *Sanitizer) ContainsSecret(str string) bool {
 // length of str. A secret that starts before the cut is replaced whole.
 // When nothing changes, str itself is returned without copying.
 func (s *Sanitizer) String(str string) string {
-	out, _ := s.sanitizeString(str)
+	out, _ := s.sanitizeString(str, nil)
 	return out
 }
 
-// sanitizeString is String that also reports whether the result differs.
-func (s *Sanitizer) sanitizeString(str string) (string, bool) {
+// StringReport is String that calls report with each marker it puts in,
+// one call per secret replaced (a marker str already held is not one).
+func (s *Sanitizer) StringReport(str string, report func(marker string)) string {
+	out, _ := s.sanitizeString(str, report)
+	return out
+}
+
+// sanitizeString is String that also reports whether the result differs,
+// and each marker it puts in to report (when not nil).
+func (s *Sanitizer) sanitizeString(str string, report func(string)) (string, bool) {
 	limit, truncated := len(str), false
 	if s.max > 0 && len(str) > s.max && !alreadyCut(str, s.max) {
 		limit, truncated = s.max, true
@@ -143,7 +151,7 @@ func (s *Sanitizer) sanitizeString(str string) (string, bool) {
 			b.Grow(min(len(str), limit) + markerLen)
 		}
 		b.WriteString(str[pos:a])
-		b.WriteString(s.Redact(window[a:e]))
+		b.WriteString(s.redact(window[a:e], report))
 		pos = e
 	}
 	if b.Cap() == 0 && !truncated {
@@ -213,7 +221,23 @@ func alreadyCut(str string, max int) bool {
 // DeepMarker, so that whatever a caller sends, its sanitized form can be
 // recorded (the audit log's canonical encoding refuses deeper nesting).
 func (s *Sanitizer) Value(v any, sensitive []string) any {
-	return s.valueAt(v, sensitive, 0)
+	return s.valueAt(v, sensitive, 0, nil)
+}
+
+// ValueReport is Value that calls report with each marker it puts in, one
+// call per secret or sensitive value replaced (markers v already held are
+// not).
+func (s *Sanitizer) ValueReport(v any, sensitive []string, report func(marker string)) any {
+	return s.valueAt(v, sensitive, 0, report)
+}
+
+// redact is Redact that tells report (when not nil) the marker.
+func (s *Sanitizer) redact(secret string, report func(string)) string {
+	m := s.Redact(secret)
+	if report != nil {
+		report(m)
+	}
+	return m
 }
 
 // StringMapper is a value of a fixed shape whose only free text is its
@@ -232,9 +256,9 @@ const (
 	DeepMarker = "[nested deeper than 64 levels: not recorded]"
 )
 
-func (s *Sanitizer) value(v any, paths []string) any { return s.valueAt(v, paths, 0) }
+func (s *Sanitizer) value(v any, paths []string) any { return s.valueAt(v, paths, 0, nil) }
 
-func (s *Sanitizer) valueAt(v any, paths []string, depth int) any {
+func (s *Sanitizer) valueAt(v any, paths []string, depth int, report func(string)) any {
 	if depth >= MaxDepth {
 		switch v.(type) {
 		case map[string]any, []any, map[string]string, []string:
@@ -246,7 +270,7 @@ func (s *Sanitizer) valueAt(v any, paths []string, depth int) any {
 		uint, uint8, uint16, uint32, uint64, json.Number:
 		return v
 	case string:
-		if out, changed := s.sanitizeString(t); changed {
+		if out, changed := s.sanitizeString(t, report); changed {
 			return out
 		}
 		return v
@@ -257,11 +281,11 @@ func (s *Sanitizer) valueAt(v any, paths []string, depth int) any {
 		out := make(map[string]any, len(t))
 		for k, e := range t {
 			redact, sub := matchPaths(k, paths)
-			key := s.String(k)
+			key, _ := s.sanitizeString(k, report)
 			if redact || sensitiveName(k) {
-				out[key] = s.redactValue(e)
+				out[key] = s.redactValue(e, report)
 			} else {
-				out[key] = s.valueAt(e, sub, depth+1)
+				out[key] = s.valueAt(e, sub, depth+1, report)
 			}
 		}
 		return out
@@ -271,7 +295,7 @@ func (s *Sanitizer) valueAt(v any, paths []string, depth int) any {
 		}
 		out := make([]any, len(t))
 		for i, e := range t {
-			out[i] = s.valueAt(e, paths, depth+1)
+			out[i] = s.valueAt(e, paths, depth+1, report)
 		}
 		return out
 	case map[string]string:
@@ -281,14 +305,14 @@ func (s *Sanitizer) valueAt(v any, paths []string, depth int) any {
 		out := make(map[string]string, len(t))
 		for k, e := range t {
 			redact, _ := matchPaths(k, paths)
-			key := s.String(k)
+			key, _ := s.sanitizeString(k, report)
 			if redact || sensitiveName(k) {
 				if !isMarker(e) {
-					e = s.Redact(e)
+					e = s.redact(e, report)
 				}
 				out[key] = e
 			} else {
-				out[key] = s.String(e)
+				out[key], _ = s.sanitizeString(e, report)
 			}
 		}
 		return out
@@ -298,13 +322,18 @@ func (s *Sanitizer) valueAt(v any, paths []string, depth int) any {
 		}
 		out := make([]string, len(t))
 		for i, e := range t {
-			out[i] = s.String(e)
+			out[i], _ = s.sanitizeString(e, report)
 		}
 		return out
 	case []byte:
-		return s.String(string(t))
+		out, _ := s.sanitizeString(string(t), report)
+		return out
 	case StringMapper:
-		out, changed := t.MapStrings(s.String)
+		f := s.String
+		if report != nil {
+			f = func(x string) string { return s.StringReport(x, report) }
+		}
+		out, changed := t.MapStrings(f)
 		if !changed {
 			return v
 		}
@@ -318,12 +347,12 @@ func (s *Sanitizer) valueAt(v any, paths []string, depth int) any {
 		if err := json.Unmarshal(b, &generic); err != nil {
 			return fmt.Sprintf("[unencodable %T]", v)
 		}
-		return s.valueAt(generic, paths, depth)
+		return s.valueAt(generic, paths, depth, report)
 	}
 }
 
 // redactValue replaces a whole value held under a sensitive key.
-func (s *Sanitizer) redactValue(v any) any {
+func (s *Sanitizer) redactValue(v any, report func(string)) any {
 	switch t := v.(type) {
 	case nil:
 		return nil
@@ -331,15 +360,15 @@ func (s *Sanitizer) redactValue(v any) any {
 		if isMarker(t) {
 			return t
 		}
-		return s.Redact(t)
+		return s.redact(t, report)
 	case []byte:
-		return s.Redact(string(t))
+		return s.redact(string(t), report)
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		return s.Redact(fmt.Sprint(v))
+		return s.redact(fmt.Sprint(v), report)
 	}
-	return s.Redact(string(b))
+	return s.redact(string(b), report)
 }
 
 // matchPaths reports whether key completes one of paths (its value must be
