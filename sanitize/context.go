@@ -427,10 +427,14 @@ func (sc *scanner) k8sDataAt(i, nameAt int) (int, int) {
 		q = s[a]
 		a++
 	}
-	e := sc.runEnd(a, clsStd64)
-	if e-a < 10 {
-		return i, i
+	// Most values after a name are short words: turned away by their
+	// first bytes before their run is measured.
+	for k := a; k < a+10; k++ {
+		if k >= len(s) || class[s[k]]&clsStd64 == 0 {
+			return i, i
+		}
 	}
+	e := sc.runEnd(a, clsStd64)
 	for k := 0; k < 3 && e < len(s) && s[e] == '='; k++ {
 		e++
 	}
