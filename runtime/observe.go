@@ -36,11 +36,11 @@ func (list Observers) Observe(ctx context.Context, req *policy.Request, obs *act
 const RedactedKey = "redacted"
 
 // RedactObservations returns the observer of harness.redact-observations:
-// the observation's payload and message go through s (Value, String), so
-// that every secret a tool printed or a file held reaches the model as its
-// "hmac-sha256:…" marker, and the payload says under RedactedKey how many
-// secrets were replaced and by which markers (the post_action record
-// carries the same). s should not truncate (sanitize.Options.MaxString
+// the observation's payload and message go through s (ValueReport,
+// StringReport), so that every secret a tool printed or a file held
+// reaches the model as its "hmac-sha256:…" marker, and the payload says
+// under RedactedKey how many secrets s replaced and by which markers (the
+// post_action record carries the same). s should not truncate (sanitize.Options.MaxString
 // -1): what the runtime already capped is the model's to see.
 //
 // What the sanitizer does not recognise passes (see package sanitize); a
