@@ -10,15 +10,24 @@ import (
 
 var hashBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
-// actionHash is action.Action.Hash without its allocations: the SHA-256
-// of the canonical JSON of {"input": …, "name": …}, in a pooled buffer.
-// An input that has no canonical form gives the zero hash and false.
-func actionHash(a *action.Action) ([sha256.Size]byte, bool) {
+// withHashed returns f of the canonical JSON that the canonical hash
+// hashes ({"input": …, "name": …}, action.Action.AppendHashed), written
+// in a pooled buffer, or false when a's input has no canonical form.
+func withHashed[T any](a *action.Action, f func([]byte) T) (T, bool) {
 	bp := hashBufs.Get().(*[]byte)
 	defer hashBufs.Put(bp)
-	sum, b, err := a.AppendSum(*bp)
+	b, err := a.AppendHashed(*bp)
 	*bp = b
-	return sum, err == nil
+	if err != nil {
+		var zero T
+		return zero, false
+	}
+	return f(b), true
+}
+
+// actionHash is action.Action.Hash as bytes, without its allocations.
+func actionHash(a *action.Action) ([sha256.Size]byte, bool) {
+	return withHashed(a, sha256.Sum256)
 }
 
 // A Print tells actions apart within this process: a keyed 128-bit hash
@@ -37,14 +46,11 @@ var printSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 // actionPrint is the Print of a, or false when its input has no canonical
 // form.
 func actionPrint(a *action.Action) (Print, bool) {
-	bp := hashBufs.Get().(*[]byte)
-	defer hashBufs.Put(bp)
-	b, err := a.AppendHashed(*bp)
-	if err != nil {
-		return Print{}, false
-	}
-	*bp = b
-	return Print{maphash.Bytes(printSeeds[0], b), maphash.Bytes(printSeeds[1], b)}, true
+	return withHashed(a, printOf)
+}
+
+func printOf(b []byte) Print {
+	return Print{maphash.Bytes(printSeeds[0], b), maphash.Bytes(printSeeds[1], b)}
 }
 
 // ActionSum identifies one action for the repeat checks: its canonical
@@ -57,11 +63,16 @@ func actionPrint(a *action.Action) (Print, bool) {
 // limit is configured). It is not safe for concurrent use; one action's
 // admit and settle do not overlap.
 type ActionSum struct {
-	action     *action.Action
-	sum        [sha256.Size]byte
-	print      Print
-	state      uint8 // of sum: sumUnknown, sumKnown or sumNone
-	printState uint8 // of print, likewise
+	action *action.Action
+	sum    once[[sha256.Size]byte]
+	print  once[Print]
+}
+
+// once is a value of an action computed the first time it is asked for,
+// and kept.
+type once[T any] struct {
+	v     T
+	state uint8 // sumUnknown, sumKnown or sumNone
 }
 
 const (
@@ -70,21 +81,27 @@ const (
 	sumNone // the input has no canonical form
 )
 
+// get returns o's value, computing it of a with compute the first time,
+// and whether there is one.
+func (o *once[T]) get(a *action.Action, compute func(*action.Action) (T, bool)) (T, bool) {
+	if o.state == sumUnknown {
+		var ok bool
+		if o.v, ok = compute(a); ok {
+			o.state = sumKnown
+		} else {
+			o.state = sumNone
+		}
+	}
+	return o.v, o.state == sumKnown
+}
+
 // Sum returns the action's canonical hash and whether it has one (an
 // input without a canonical form has none). Nil has none.
 func (h *ActionSum) Sum() ([sha256.Size]byte, bool) {
 	if h == nil || h.action == nil {
 		return [sha256.Size]byte{}, false
 	}
-	if h.state == sumUnknown {
-		var ok bool
-		if h.sum, ok = actionHash(h.action); ok {
-			h.state = sumKnown
-		} else {
-			h.state = sumNone
-		}
-	}
-	return h.sum, h.state == sumKnown
+	return h.sum.get(h.action, actionHash)
 }
 
 // Print returns the action's Print and whether it has one (exactly when
@@ -93,15 +110,7 @@ func (h *ActionSum) Print() (Print, bool) {
 	if h == nil || h.action == nil {
 		return Print{}, false
 	}
-	if h.printState == sumUnknown {
-		var ok bool
-		if h.print, ok = actionPrint(h.action); ok {
-			h.printState = sumKnown
-		} else {
-			h.printState = sumNone
-		}
-	}
-	return h.print, h.printState == sumKnown
+	return h.print.get(h.action, actionPrint)
 }
 
 // is reports whether the action has a Print and it is p.
@@ -112,8 +121,8 @@ func (h *ActionSum) is(p *Print) bool {
 
 // known is the canonical hash when it was already computed.
 func (h *ActionSum) known() ([sha256.Size]byte, bool) {
-	if h == nil || h.state != sumKnown {
+	if h == nil || h.sum.state != sumKnown {
 		return [sha256.Size]byte{}, false
 	}
-	return h.sum, true
+	return h.sum.v, true
 }
