@@ -75,6 +75,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	reqCtx, cancel := context.WithCancel(s.srv.WithContext(ctx, sess))
 	defer cancel()
 	t := &stdioTransport{srv: s.srv, sess: sess, out: gated, slots: make(chan struct{}, maxRequests), follow: make(chan struct{}), log: s.log}
+	defer t.watch.stop()
 	go t.notify(reqCtx)
 	read := make(chan error, 1)
 	go t.lead(reqCtx, bufio.NewReaderSize(in, 64<<10), read)
@@ -108,6 +109,7 @@ type stdioTransport struct {
 	out   *gatedOutput
 	slots chan struct{}
 	calls inflight
+	watch watcher
 	// follow passes the reading of the input from one goroutine to the
 	// next.
 	follow chan struct{}
@@ -147,7 +149,7 @@ func (t *stdioTransport) lead(ctx context.Context, r *bufio.Reader, end chan<- e
 					t.serve(ctx, line, m, nil)
 					return
 				}
-				if t.serve(ctx, line, m, &handoff{pass: func() {
+				if t.serve(ctx, line, m, &handoff{watch: &t.watch, pass: func() {
 					select {
 					case t.follow <- struct{}{}: // a goroutine waiting to read takes over
 					default:
@@ -170,45 +172,6 @@ func (t *stdioTransport) lead(ctx context.Context, r *bufio.Reader, end chan<- e
 			return
 		}
 	}
-}
-
-// handoffDelay is how long a call may run, from its registration, before
-// the reading of the input is passed on to another goroutine: what a
-// cancellation, an answer to an elicitation or the next call may wait.
-const handoffDelay = time.Millisecond
-
-// handoff passes the reading of the input on, once, or keeps it.
-type handoff struct {
-	once  sync.Once
-	pass  func()
-	timer *time.Timer
-}
-
-func (h *handoff) fire() {
-	if h != nil {
-		h.once.Do(h.pass)
-	}
-}
-
-// arm passes the reading on after handoffDelay, unless keep comes first.
-func (h *handoff) arm() {
-	if h != nil && h.timer == nil {
-		h.timer = time.AfterFunc(handoffDelay, h.fire)
-	}
-}
-
-// keep ends the handoff; it reports whether the reading was kept (not
-// passed on before).
-func (h *handoff) keep() bool {
-	if h == nil {
-		return false
-	}
-	kept := false
-	h.once.Do(func() { kept = true })
-	if h.timer != nil {
-		h.timer.Stop()
-	}
-	return kept
 }
 
 // handoffKey keys a request's handoff in its context, where the
@@ -331,7 +294,7 @@ func (t *stdioTransport) serve(ctx context.Context, line []byte, _ envelope, h *
 		// Still the reader: a write that blocks on a client that stopped
 		// reading must not stop the reading too (the end of the input is
 		// how the bridge learns that the client went away).
-		w := &handoff{pass: h.pass}
+		w := &handoff{pass: h.pass, watch: h.watch}
 		w.arm()
 		t.write(resp)
 		kept = w.keep()
