@@ -8,7 +8,7 @@ BIN     := bin/harness
 PKGS    := ./...
 SUDO    := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all build run test test-short bench load contract lint fmt tools deps clean example
+.PHONY: all build run test test-short bench pgo load contract lint fmt tools deps clean example
 
 all: build
 
@@ -82,15 +82,38 @@ test-short:
 # overhead with and without the sandbox, patches against git apply and GNU
 # patch, preview/execute pairs, and the MCP bridge against the reference
 # filesystem server. Machines here are shared: compare ratios from one run.
+# The benchmarks are compiled with the harness binary's profile (PGO,
+# below), so that they measure the code as the binary runs it; without
+# -pgo they measure it as a program that imports the packages and has no
+# profile of its own would.
 bench: deps build
-	$(GO) test -run '^$$' -bench . -benchmem ./action ./schema ./runtime ./sanitize ./audit ./trusted
-	$(GO) test -run '^$$' -bench 'Rules200' -benchmem ./policy
-	$(GO) test -run '^$$' -bench 'BridgeList|BridgeRead' -benchmem ./mcp/bridge
-	$(GO) test -run '^$$' -bench 'SearchVsRipgrep' -benchtime 5x ./workspace
-	$(GO) test -run '^$$' -bench 'RunShellPwd' -benchtime 200x ./workspace
-	$(GO) test -run '^$$' -bench 'ApplyCorpus|ApplyInMemory' -benchtime 3x ./workspace/patch
+	$(GO) test -pgo=$(PGO) -run '^$$' -bench . -benchmem ./action ./schema ./runtime ./sanitize ./audit ./trusted
+	$(GO) test -pgo=$(PGO) -run '^$$' -bench 'Rules200' -benchmem ./policy
+	$(GO) test -pgo=$(PGO) -run '^$$' -bench 'BridgeList|BridgeRead' -benchmem ./mcp/bridge
+	$(GO) test -pgo=$(PGO) -run '^$$' -bench 'SearchVsRipgrep' -benchtime 5x ./workspace
+	$(GO) test -pgo=$(PGO) -run '^$$' -bench 'RunShellPwd' -benchtime 200x ./workspace
+	$(GO) test -pgo=$(PGO) -run '^$$' -bench 'ApplyCorpus|ApplyInMemory' -benchtime 3x ./workspace/patch
 	$(GO) test -run '^$$' -bench 'InteropVsFilesystemServer' -benchtime 1x ./mcp/bridge
 	$(MAKE) load
+
+# Profile-guided optimisation: go build and go install compile
+# cmd/harness with cmd/harness/default.pgo, CPU profiles of the binary's
+# hot paths merged: the sanitizer and redact-observations, rules and
+# governance, Execute, the audit log, preview/execute, and the MCP bridge
+# answering reads and listings. `make pgo` takes them again from the
+# benchmarks (after a change that moves the hot paths); it takes a few
+# minutes.
+PGO := $(CURDIR)/cmd/harness/default.pgo
+pgo:
+	@d=$$(mktemp -d) && trap 'rm -rf $$d' EXIT && \
+	$(GO) test -pgo=off -run '^$$' -bench 'Sanitize1MiB$$|Sanitize1MiBPayload|ValueSmallMap$$' -benchtime 2s -cpuprofile $$d/sanitize.prof -o $$d/sanitize.test ./sanitize && \
+	$(GO) test -pgo=off -run '^$$' -bench 'RedactObservation1MiB|GovernanceAddedCost|ExecuteNoop' -benchtime 2s -cpuprofile $$d/runtime.prof -o $$d/runtime.test ./runtime && \
+	$(GO) test -pgo=off -run '^$$' -bench 'Rules200$$' -benchtime 2s -cpuprofile $$d/policy.prof -o $$d/policy.test ./policy && \
+	$(GO) test -pgo=off -run '^$$' -bench 'JSONLAppend$$' -benchtime 2s -cpuprofile $$d/audit.prof -o $$d/audit.test ./audit && \
+	$(GO) test -pgo=off -run '^$$' -bench 'PreviewExecute' -benchtime 2s -cpuprofile $$d/trusted.prof -o $$d/trusted.test ./trusted && \
+	$(GO) test -pgo=off -run '^$$' -bench 'StdioRead64KiB|BridgeList1000Names' -benchtime 2s -cpuprofile $$d/bridge.prof -o $$d/bridge.test ./mcp/bridge && \
+	$(GO) tool pprof -proto $$d/*.prof > $(PGO).tmp && mv $(PGO).tmp $(PGO) && \
+	echo "wrote $(PGO)"
 
 # Load test of harness serve: 32 clients doing preview -> execute of a
 # small patch, in memory and with Redis.
