@@ -251,12 +251,14 @@ func (sc *scanner) next(from int) (start, end int, ok bool) {
 				}
 				sc.nextLongRun(sc.runTo+1, false)
 			}
-			var n3 byte
-			if i+2 < len(s) {
-				n3 = s[i+2]
-			}
-			if t := &trigs[pairStart[uint16(s[i])|uint16(s[i+1])<<8]>>1]; !t.allows(n3) || t.bound && i > 0 && isWordByte(s[i-1]) {
-				continue
+			if k := pairStart[uint16(s[i])|uint16(s[i+1])<<8] >> 1; openTrig[k>>6]&(1<<(k&63)) == 0 {
+				var n3 byte
+				if i+2 < len(s) {
+					n3 = s[i+2]
+				}
+				if t := &trigs[k]; !t.allows(n3) || t.bound && i > 0 && isWordByte(s[i-1]) {
+					continue
+				}
 			}
 			if a, e := sc.find(i); e > a {
 				return a, e, true
@@ -345,6 +347,10 @@ func (sc *scanner) nextLongRun(i int, skip bool) {
 var (
 	runBit    [256]uint8
 	pairStart [1 << 16]uint8
+	// openTrig has bit k set when trigs[k] takes any third byte and
+	// needs no word boundary (":", "=", …: most of the hits in text),
+	// which the main loop then need not look up.
+	openTrig [2]uint64
 )
 
 func initFilters() {
@@ -359,6 +365,11 @@ func initFilters() {
 	for p, k := range pairTrig {
 		if k != 0 {
 			pairStart[p>>8|p&0xff<<8] = k<<1 | 1
+		}
+	}
+	for k := range trigs {
+		if t := &trigs[k]; k > 0 && !t.bound && t.third == [4]uint64{^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0)} {
+			openTrig[k>>6] |= 1 << (k & 63)
 		}
 	}
 }
