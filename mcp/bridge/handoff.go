@@ -95,6 +95,9 @@ func (w *watcher) end(h *handoff) {
 	w.mu.Unlock()
 }
 
+// tick runs when the timer is due: it passes on the handoff watched once
+// it is handoffDelay old, else waits for the rest of that delay, and keeps
+// ticking until watchLinger after the last handoff armed.
 func (w *watcher) tick() {
 	now := time.Now()
 	w.mu.Lock()
