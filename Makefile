@@ -101,8 +101,8 @@ bench: deps build
 # hot paths merged: the sanitizer and redact-observations, rules and
 # governance, Execute, the audit log, preview/execute, and the MCP bridge
 # answering reads and listings. `make pgo` takes them again from the
-# benchmarks (after a change that moves the hot paths); it takes a few
-# minutes.
+# benchmarks (after a change that moves the hot paths); it takes about a
+# minute.
 PGO := $(CURDIR)/cmd/harness/default.pgo
 pgo:
 	@d=$$(mktemp -d) && trap 'rm -rf $$d' EXIT && \

@@ -40,8 +40,9 @@ const RedactedKey = "redacted"
 // StringReport), so that every secret a tool printed or a file held
 // reaches the model as its "hmac-sha256:…" marker, and the payload says
 // under RedactedKey how many secrets s replaced and by which markers (the
-// post_action record carries the same). s should not truncate (sanitize.Options.MaxString
-// -1): what the runtime already capped is the model's to see.
+// post_action record carries the same). s should not truncate
+// (sanitize.Options.MaxString -1): what the runtime already capped is the
+// model's to see.
 //
 // What the sanitizer does not recognise passes (see package sanitize); a
 // redacted file's content no longer matches its sha256. The approval

@@ -60,8 +60,7 @@ type watcher struct {
 	mu      sync.Mutex
 	timer   *time.Timer
 	cur     *handoff  // the handoff watched, nil when none
-	since   time.Time // when cur was armed
-	last    time.Time // when a handoff was last armed
+	since   time.Time // when the last handoff (cur, when set) was armed
 	ticking bool      // timer is due
 	stopped bool
 }
@@ -74,7 +73,7 @@ func (w *watcher) start(h *handoff) {
 	if w.cur == h || w.stopped {
 		return
 	}
-	w.cur, w.since, w.last = h, now, now
+	w.cur, w.since = h, now
 	if w.ticking {
 		return // the next tick comes within handoffDelay, and waits for the rest
 	}
@@ -112,7 +111,7 @@ func (w *watcher) tick() {
 	case h != nil:
 		w.timer.Reset(handoffDelay - age)
 		h = nil
-	case now.Sub(w.last) < watchLinger:
+	case age < watchLinger:
 		w.timer.Reset(handoffDelay)
 	default:
 		w.ticking = false
