@@ -48,6 +48,7 @@ import (
 )
 
 func main() {
+	tune.AfterInit()
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 

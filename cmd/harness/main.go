@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/harness-runtime/harness/action"
+	"github.com/harness-runtime/harness/internal/tune"
 )
 
 // Exit codes of SPEC section 4.
@@ -43,6 +44,7 @@ type stdio struct {
 var commands = map[string]command{}
 
 func main() {
+	tune.AfterInit()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	stopProfile := startProfile(os.Getenv("HARNESS_CPUPROFILE"))
 	code := dispatch(ctx, os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr})
