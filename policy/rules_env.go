@@ -296,7 +296,7 @@ func (e *ruleEnv) compile(text string, limit uint64) (cel.Program, fBool, *ast.A
 	if len(text) > maxConditionBytes {
 		return nil, nil, nil, []string{"the condition is longer than " + strconv.Itoa(maxConditionBytes) + " bytes"}
 	}
-	checked, iss := e.env.Compile(text)
+	checked, iss := e.check(text)
 	if iss != nil && iss.Err() != nil {
 		var whys []string
 		for _, ce := range iss.Errors() {
@@ -334,6 +334,21 @@ func (e *ruleEnv) compile(text string, limit uint64) (cel.Program, fBool, *ast.A
 	native := checked.NativeRep()
 	return prg, compileFast(native, e.set), native, nil
 }
+
+// check parses and type-checks text: through parseSimple when it takes
+// the text and the tree checks, else (and for the messages of a tree that
+// does not) through CEL's parser.
+func (e *ruleEnv) check(text string) (*cel.Ast, *cel.Issues) {
+	if parsed, ok := parseSimple(text); ok {
+		if checked, iss := e.env.Check(parsed); iss == nil || iss.Err() == nil {
+			return checked, iss
+		}
+	}
+	return compileWithParser(e.env, text)
+}
+
+// compileWithParser is cel.Env.Compile (a variable for the tests).
+var compileWithParser = (*cel.Env).Compile
 
 // checkGlobs compiles the literal patterns of glob calls once, and lists
 // those that are not valid patterns.
