@@ -27,9 +27,10 @@ const patchUsage = `Usage: harness patch [--config FILE] [--root DIR] [--dry-run
 Reads a patch from FILE, or from stdin when FILE is "-" or absent, and
 applies it to the files under DIR (default: harness.workspace.root of the
 configuration, else the current directory), all files or none; writes must
-be enabled (harness.workspace.write-enabled, on in the dev profile). Prints one line per file: the operation, the path, the lines
-added and removed, and how the hunks were placed (exact, offset, whitespace
-or fuzzy). With --dry-run nothing is written.
+be enabled (harness.workspace.write-enabled, on in the dev profile).
+Prints one line per file: the operation, the path, the lines added and
+removed, and how the hunks were placed (exact, offset, whitespace or
+fuzzy). With --dry-run nothing is written.
 
 A hunk whose lines match at several places is refused as ambiguous: its
 line number alone does not choose, since a model's numbers can be off by
