@@ -31,7 +31,7 @@ const ProcsPerCPU = 4
 // packages initialise: between them they allocate about 4.5 MB, mostly
 // the JSON Schema libraries compiling their meta-schemas, which at Go's
 // default target (a 4 MB heap) costs two collections before main runs,
-// about 2 ms of a `harness patch` that takes 24. Go initialises, of the
+// 2-4 ms of a `harness patch` that took 24. Go initialises, of the
 // packages whose dependencies are ready, the first by import path, and
 // this one (its dependencies are the runtime's and os) sorts before those
 // libraries (github.com/santhosh-tekuri, github.com/mark3labs), so it runs
