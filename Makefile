@@ -86,13 +86,14 @@ test-short:
 # below), so that they measure the code as the binary runs it; without
 # -pgo they measure it as a program that imports the packages and has no
 # profile of its own would.
+GOBENCH = $(GO) test -pgo=$(PGO) -run '^$$'
 bench: deps build
-	$(GO) test -pgo=$(PGO) -run '^$$' -bench . -benchmem ./action ./schema ./runtime ./sanitize ./audit ./trusted
-	$(GO) test -pgo=$(PGO) -run '^$$' -bench 'Rules200' -benchmem ./policy
-	$(GO) test -pgo=$(PGO) -run '^$$' -bench 'BridgeList|BridgeRead' -benchmem ./mcp/bridge
-	$(GO) test -pgo=$(PGO) -run '^$$' -bench 'SearchVsRipgrep' -benchtime 5x ./workspace
-	$(GO) test -pgo=$(PGO) -run '^$$' -bench 'RunShellPwd' -benchtime 200x ./workspace
-	$(GO) test -pgo=$(PGO) -run '^$$' -bench 'ApplyCorpus|ApplyInMemory' -benchtime 3x ./workspace/patch
+	$(GOBENCH) -bench . -benchmem ./action ./schema ./runtime ./sanitize ./audit ./trusted
+	$(GOBENCH) -bench 'Rules200' -benchmem ./policy
+	$(GOBENCH) -bench 'BridgeList|BridgeRead' -benchmem ./mcp/bridge
+	$(GOBENCH) -bench 'SearchVsRipgrep' -benchtime 5x ./workspace
+	$(GOBENCH) -bench 'RunShellPwd' -benchtime 200x ./workspace
+	$(GOBENCH) -bench 'ApplyCorpus|ApplyInMemory' -benchtime 3x ./workspace/patch
 	$(GO) test -run '^$$' -bench 'InteropVsFilesystemServer' -benchtime 1x ./mcp/bridge
 	$(MAKE) load
 

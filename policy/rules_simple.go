@@ -27,14 +27,15 @@ func parseSimple(text string) (a *cel.Ast, ok bool) {
 			return nil, false
 		}
 	}
-	p := simpleParser{text: text}
+	p := simpleParser{text: text, positions: map[int64]int32{}}
 	var id int64
+	// next numbers the next node as CEL's parser does, from 1 in the
+	// order nodes start, and records where it starts.
 	next := func(at int) int64 {
 		id++
 		p.positions[id] = int32(at)
 		return id
 	}
-	p.positions = map[int64]int32{}
 
 	p.spaces()
 	if fn := p.ident(); fn != "glob" {
