@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,27 +36,34 @@ func TestMain(m *testing.M) {
 // now. Without a go command it does nothing (the tests that build the
 // binary then fail or skip on their own).
 func keepGoCaches() {
+	if v, err := goCaches(); err == nil && v[0] != "" && v[1] != "" {
+		os.Setenv("GOCACHE", v[0])
+		os.Setenv("GOMODCACHE", v[1])
+	}
+}
+
+// goCaches returns what `go env` gives for GOCACHE and GOMODCACHE.
+func goCaches() ([2]string, error) {
 	out, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE").Output()
 	if err != nil {
-		return
+		return [2]string{}, err
 	}
 	v := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-	if len(v) != 2 || v[0] == "" || v[1] == "" {
-		return
+	if len(v) != 2 {
+		return [2]string{}, fmt.Errorf("go env: %q", out)
 	}
-	os.Setenv("GOCACHE", v[0])
-	os.Setenv("GOMODCACHE", v[1])
+	return [2]string{v[0], v[1]}, nil
 }
 
 // TestGoCommandKeepsItsCaches: the go command the tests start uses the
 // caches it used before TestMain moved HOME, not new ones under it.
 func TestGoCommandKeepsItsCaches(t *testing.T) {
-	out, err := exec.Command("go", "env", "GOCACHE", "GOMODCACHE").Output()
+	caches, err := goCaches()
 	if err != nil {
 		t.Skipf("no go command: %v", err)
 	}
 	home := os.Getenv("HOME")
-	for _, dir := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+	for _, dir := range caches {
 		if rel, err := filepath.Rel(home, dir); err == nil && !strings.HasPrefix(rel, "..") {
 			t.Errorf("the go command's cache %s is under the tests' HOME %s", dir, home)
 		}

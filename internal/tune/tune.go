@@ -36,25 +36,20 @@ const ProcsPerCPU = 4
 // this one (its dependencies are the runtime's and os) sorts before those
 // libraries (github.com/santhosh-tekuri, github.com/mark3labs), so it runs
 // first. AfterInit puts the default back.
-func init() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(GCPercent)
-	}
-}
+func init() { GC() }
 
 // AfterInit ends the start-up setting of init: the collector's target is
 // Go's default again (GC raises it for the commands that want it). A
 // command's main calls it first.
-func AfterInit() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(100)
-	}
-}
+func AfterInit() { setGCPercent(100) }
 
 // GC applies GCPercent unless GOGC is set.
-func GC() {
+func GC() { setGCPercent(GCPercent) }
+
+// setGCPercent sets the collector's target to p unless GOGC is set.
+func setGCPercent(p int) {
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(GCPercent)
+		debug.SetGCPercent(p)
 	}
 }
 
