@@ -8,9 +8,11 @@ import (
 )
 
 // stdioBufferBytes is the buffer the bridge asks for on its output: a
-// 64 KiB file read is a response of about 130 KiB (its text twice), which
-// the default buffers take in several rounds of the writer blocking and
-// the client waking, each a context switch on both sides.
+// 64 KiB file read is a response of about 67 KB (its text, escaped, and
+// the structured result), more than a pipe's default 64 KiB, and a larger
+// file's more than a socket's default; the default buffers take such a
+// response in several rounds of the writer blocking and the client
+// waking, each a context switch on both sides.
 const stdioBufferBytes = 1 << 20
 
 // growOutputBuffer enlarges the kernel buffer of out when it is a pipe
