@@ -8,11 +8,12 @@ import (
 	"testing"
 )
 
-// TestMakeFuzz runs `make fuzz` on a module of two fuzz targets, as the
-// README describes it: a target whose run fails without writing a failing
-// input (as Go 1.26's fuzz coordinator can at its deadline) is run once
-// more and passes; a target that finds a failing input writes it to its
-// testdata/fuzz and fails the run; FUZZ picks targets by name.
+// TestMakeFuzz runs `make fuzz` on a module of three fuzz targets, as the
+// README describes it: a target whose run fails as Go 1.26's fuzz
+// coordinator can at its deadline ("context deadline exceeded", no failing
+// input written) is run once more and passes; a target that finds a
+// failing input writes it to its testdata/fuzz and fails the run; a target
+// that fails otherwise fails the run at once; FUZZ picks targets by name.
 func TestMakeFuzz(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds fuzz targets")
@@ -28,7 +29,8 @@ func TestMakeFuzz(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "failed-once")
 	files := map[string]string{
 		"go.mod": "module fuzzcheck.example\n\ngo 1.26\n",
-		// Fails its first run on its seed, which writes no failing input.
+		// Fails its first run on its seed, which writes no failing input,
+		// with the coordinator's message.
 		"once/once_test.go": `package once
 
 import (
@@ -41,7 +43,7 @@ func FuzzOnce(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		if _, err := os.Stat(` + "`" + marker + "`" + `); err != nil {
 			os.WriteFile(` + "`" + marker + "`" + `, nil, 0o644)
-			t.Fatal("the first run fails")
+			t.Fatal("context deadline exceeded")
 		}
 	})
 }
@@ -57,6 +59,18 @@ func FuzzFinds(f *testing.F) {
 		if s != "a" {
 			t.Fatalf("found %q", s)
 		}
+	})
+}
+`,
+		// Fails on its seed every time, with another message.
+		"broken/broken_test.go": `package broken
+
+import "testing"
+
+func FuzzBroken(f *testing.F) {
+	f.Add("a")
+	f.Fuzz(func(t *testing.T, s string) {
+		t.Fatal("broken")
 	})
 }
 `,
@@ -86,22 +100,25 @@ func FuzzFinds(f *testing.F) {
 			t.Errorf("make fuzz FUZZ=FuzzOnce: no %q in:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "FuzzFinds") {
-		t.Errorf("make fuzz FUZZ=FuzzOnce ran FuzzFinds too:\n%s", out)
+	if strings.Contains(out, "FuzzFinds") || strings.Contains(out, "FuzzBroken") {
+		t.Errorf("make fuzz FUZZ=FuzzOnce ran other targets too:\n%s", out)
 	}
 
 	out, err = run(".")
 	if err == nil {
 		t.Fatalf("make fuzz passed with a target that finds a failing input:\n%s", out)
 	}
-	finds := filepath.Join(mod, "finds")
-	for _, want := range []string{"FAIL  FuzzFinds " + finds, "ok    FuzzOnce " + once} {
+	finds, broken := filepath.Join(mod, "finds"), filepath.Join(mod, "broken")
+	for _, want := range []string{"FAIL  FuzzFinds " + finds, "FAIL  FuzzBroken " + broken, "ok    FuzzOnce " + once} {
 		if !strings.Contains(out, want) {
 			t.Errorf("make fuzz: no %q in:\n%s", want, out)
 		}
 	}
 	if strings.Contains(out, "again FuzzFinds") {
 		t.Errorf("make fuzz ran a target again after it wrote a failing input:\n%s", out)
+	}
+	if strings.Contains(out, "again FuzzBroken") {
+		t.Errorf("make fuzz ran a target again after a failure that is not the coordinator's:\n%s", out)
 	}
 	written, _ := os.ReadDir(filepath.Join(finds, "testdata", "fuzz", "FuzzFinds"))
 	if len(written) != 1 {
