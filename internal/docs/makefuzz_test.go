@@ -21,10 +21,7 @@ func TestMakeFuzz(t *testing.T) {
 	if _, err := exec.LookPath("make"); err != nil {
 		t.Skip("no make")
 	}
-	repo, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	repo := repoRoot(t)
 	mod := t.TempDir()
 	marker := filepath.Join(t.TempDir(), "failed-once")
 	files := map[string]string{
@@ -75,15 +72,7 @@ func FuzzBroken(f *testing.F) {
 }
 `,
 	}
-	for name, src := range files {
-		p := filepath.Join(mod, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, mod, files)
 	run := func(fuzz string) (string, error) {
 		cmd := exec.Command("make", "-s", "-C", repo, "fuzz", "FUZZROOT="+mod, "FUZZTIME=50x", "FUZZ="+fuzz)
 		out, err := cmd.CombinedOutput()

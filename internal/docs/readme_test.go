@@ -16,11 +16,13 @@ func TestReadmeGoProgramsCompile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds programs")
 	}
-	repo, err := filepath.Abs("../..")
+	repo := repoRoot(t)
+	readme, err := os.ReadFile(filepath.Join(repo, "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile(filepath.Join(repo, "README.md"))
+	// The module's own go.sum answers for the dependencies.
+	sum, err := os.ReadFile(filepath.Join(repo, "go.sum"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,20 +36,7 @@ func TestReadmeGoProgramsCompile(t *testing.T) {
 		n++
 		dir := t.TempDir()
 		gomod := "module readme.example/p\n\ngo 1.26\n\nrequire github.com/harness-runtime/harness v0.0.0\n\nreplace github.com/harness-runtime/harness => " + repo + "\n"
-		if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		// The module's own go.sum answers for the dependencies.
-		sum, err := os.ReadFile(filepath.Join(repo, "go.sum"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "go.sum"), sum, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeFiles(t, dir, map[string]string{"go.mod": gomod, "main.go": src, "go.sum": string(sum)})
 		cmd := exec.Command("go", "build", "-mod=mod", "-o", os.DevNull, ".")
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
