@@ -75,6 +75,15 @@ func (c argChecker) checkAllowed(rule *argRule, args []string) error {
 			if err := c.checkPositional(rule, word); err != nil {
 				return err
 			}
+			// This rule knows every value its options take, so this "--"
+			// ends the options; still, a word after it that looks like an
+			// option group has its suffixes checked as paths, as every
+			// other word's possible readings are.
+			if afterDashDash && word != "-" && strings.HasPrefix(word, "-") {
+				if err := c.checkShortGroupPaths(word, false); err != nil {
+					return err
+				}
+			}
 			continue
 		case word == "--" && rule.style == styleGetopt:
 			// Go's flag terminator is not honoured: go test hands what

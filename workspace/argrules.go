@@ -224,55 +224,51 @@ func (c argChecker) checkWords(rule *argRule, args []string) error {
 	if rule.opts != nil || rule.short != nil {
 		return c.checkAllowed(rule, args)
 	}
+	// A denylist rule does not know which options take a value, so it
+	// cannot tell a "--" that ends the options from one that is the value
+	// of the option before it, as in rg -e -- --pre=sh (rg searches for
+	// "--" and runs sh). So a word after "--" that looks like an option is
+	// checked as one as well as a positional, and never takes the next
+	// word as its value.
 	afterDashDash := false
 	positionals := 0
 	unlocked := false // an option of positionalNeeds was seen
 	for i := 0; i < len(args); i++ {
 		word := args[i]
-		if afterDashDash || word == "-" || !strings.HasPrefix(word, "-") {
+		option := word != "-" && strings.HasPrefix(word, "-")
+		if afterDashDash || !option {
 			positionals++
 			if err := c.checkWordPaths(word, word, rule.protectAll); err != nil {
 				return err
 			}
+		}
+		if !option {
 			continue
 		}
-		if word == "--" {
+		if word == "--" && !afterDashDash {
 			afterDashDash = true
+			continue
+		}
+		if err := c.checkOption(rule, word); err != nil {
+			if afterDashDash {
+				return explainDashDash(err)
+			}
+			return err
+		}
+		if afterDashDash {
 			continue
 		}
 		if slices.Contains(rule.positionalNeeds, word) {
 			unlocked = true
 		}
+		// A long option of valueLong takes the next word as its value.
 		long := rule.style == styleGoFlag || strings.HasPrefix(word, "--")
-		if long {
-			name, val, hasVal := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(word, "-"), "-"), "=")
-			if refused := rule.refusedLongMatch(name); refused != "" {
-				return refuseWord(word, "%s: option %q is not allowed (it runs a program, writes a file or leaves the root: %s)",
-					c.cmd, word, refused)
-			}
-			if !hasVal && slices.Contains(rule.valueLong, name) && i+1 < len(args) {
-				i++
-				val, hasVal = args[i], true
-				word = args[i]
-			}
-			if hasVal {
-				if err := c.checkWordPaths(word, val, rule.protectAll); err != nil {
-					return err
-				}
-			}
-			if err := c.checkWordPaths(word, word, rule.protectAll); err != nil {
+		name, _, hasVal := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(word, "-"), "-"), "=")
+		if long && !hasVal && slices.Contains(rule.valueLong, name) && i+1 < len(args) {
+			i++
+			if err := c.checkWordPaths(args[i], args[i], rule.protectAll); err != nil {
 				return err
 			}
-			continue
-		}
-		for j := 1; j < len(word); j++ {
-			if strings.IndexByte(rule.refusedShort, word[j]) >= 0 {
-				return refuseWord(word, "%s: option -%c (in %q) is not allowed (it runs a program, writes a file or leaves the root)",
-					c.cmd, word[j], word)
-			}
-		}
-		if err := c.checkShortGroupPaths(word, rule.protectAll); err != nil {
-			return err
 		}
 	}
 	if positionals > 0 && len(rule.positionalNeeds) > 0 && !unlocked {
@@ -281,6 +277,42 @@ func (c argChecker) checkWords(rule *argRule, args []string) error {
 			c.cmd, word, strings.Join(rule.positionalNeeds, " or "))
 	}
 	return nil
+}
+
+// checkOption checks a word of a denylist rule that looks like an option:
+// no refused long name or short letter, and no path outside the root in
+// it, in its value (--opt=VALUE) or in any suffix of a short group.
+func (c argChecker) checkOption(rule *argRule, word string) error {
+	if rule.style == styleGoFlag || strings.HasPrefix(word, "--") {
+		name, val, hasVal := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(word, "-"), "-"), "=")
+		if refused := rule.refusedLongMatch(name); refused != "" {
+			return refuseWord(word, "%s: option %q is not allowed (it runs a program, writes a file or leaves the root: %s)",
+				c.cmd, word, refused)
+		}
+		if hasVal {
+			if err := c.checkWordPaths(word, val, rule.protectAll); err != nil {
+				return err
+			}
+		}
+		return c.checkWordPaths(word, word, rule.protectAll)
+	}
+	for j := 1; j < len(word); j++ {
+		if strings.IndexByte(rule.refusedShort, word[j]) >= 0 {
+			return refuseWord(word, "%s: option -%c (in %q) is not allowed (it runs a program, writes a file or leaves the root)",
+				c.cmd, word[j], word)
+		}
+	}
+	return c.checkShortGroupPaths(word, rule.protectAll)
+}
+
+// explainDashDash adds to the refusal of a word after "--" why it was
+// read as an option at all.
+func explainDashDash(err error) error {
+	var e *action.Error
+	if errors.As(err, &e) {
+		e.Message += `; a word after "--" that looks like an option is checked as one, since "--" may be the value of the option before it`
+	}
+	return err
 }
 
 // checkShortGroupPaths checks a short option group whose letters may take

@@ -380,6 +380,63 @@ func TestArgumentRulesRefuseTheClass(t *testing.T) {
 	}
 }
 
+// TestDoubleDashDoesNotEndTheChecks: a "--" can be the value of the
+// option before it (rg -e -- --pre=./x.sh searches for "--" and runs
+// ./x.sh on every file; git rev-parse --prefix -- --git-dir does the
+// same), and the denylist rules of rg, ls and git do not know which of
+// their options take one. So every word that is refused on its own is
+// refused after "--" too, whichever option (taking a value or not) comes
+// before it, and a refusal as an option says why the word was read as one.
+// Allowlist rules (make) know every value, so their "--" ends the
+// options; a word after it is still checked for paths in every reading.
+func TestDoubleDashDoesNotEndTheChecks(t *testing.T) {
+	f := newArgFixture(t)
+	families := []struct {
+		command string
+		before  []string // options before the "--", most of them taking a value
+		refused []string // words refused on their own
+	}{
+		{"rg", []string{"-e", "--regexp", "-g", "--glob", "-t", "-m", "-i", "-e foo"},
+			[]string{"--pre=./x.sh", "--pre", "--pr=./x.sh", "--pre-glob=*", "-z", "-iz", "--search-zip",
+				"--hostname-bin=./x", "--follow", "-L", "-f/etc/passwd", "-f../outside/p", "--file=/etc/passwd", "-0/"}},
+		{"ls", []string{"-I", "--hide", "--ignore", "-T", "-w", "-l"},
+			[]string{"-L", "-lL", "--dereference", "--deref", "-0/", "-I../outside", "--hide=/etc"}},
+		{"git log", []string{"--grep", "--author", "-S", "-G", "-n", "--oneline"},
+			[]string{"--output=x", "--out=.git/x", "--ext-diff", "--textconv", "--paginate", "--show-signature"}},
+		{"git rev-parse", []string{"--prefix", "--short"},
+			[]string{"--output=x", "--paginate"}},
+		{"cat", []string{"-n", "-s"}, []string{"-0/", "-n../outside/x"}},
+	}
+	for _, fam := range families {
+		for _, word := range fam.refused {
+			alone := fam.command + " " + word + " x"
+			_, err := f.w.PlanCommand(alone)
+			assertRefusedWord(t, alone, err, word)
+			for _, before := range append([]string{""}, fam.before...) {
+				command := strings.Join(strings.Fields(fam.command+" "+before+" -- "+word+" x"), " ")
+				t.Run(command, func(t *testing.T) {
+					_, err := f.w.PlanCommand(command)
+					assertRefusedWord(t, command, err, word)
+					// A word refused for a path that any reading of it
+					// names needs no word on "--"; one refused as an
+					// option does.
+					if msg := err.Error(); !strings.Contains(msg, "path") && !strings.Contains(msg, "root") &&
+						!strings.Contains(msg, `after "--"`) {
+						t.Errorf("%s: %q does not say why a word after \"--\" was read as an option", command, msg)
+					}
+				})
+			}
+		}
+	}
+	for _, command := range []string{"make -- -C/tmp", "make -- -f../outside/Makefile", "make -- -I/etc"} {
+		t.Run(command, func(t *testing.T) {
+			_, err := f.w.PlanCommand(command)
+			word := strings.Fields(command)[2]
+			assertRefusedWord(t, command, err, word)
+		})
+	}
+}
+
 // TestArgumentRulesAllowBenign: what an agent runs every day passes, with
 // the argv it gave.
 func TestArgumentRulesAllowBenign(t *testing.T) {
@@ -412,6 +469,9 @@ func TestArgumentRulesAllowBenign(t *testing.T) {
 		"git branch --list", "git show HEAD:go.mod", "git log -g --format=%gd",
 		"rg -n foo", "rg -n -e foo -g '*.go' .", "rg --json foo", "rg -i --type go foo src",
 		"touch newfile", "touch bin/newfile", "cat go.mod",
+		"rg -e foo -- src", "rg -- foo src", "rg -n -- -foo src", "ls -- src", "ls -la -- src",
+		"git log -- src", "git log --oneline -5 -- src go.mod", "git diff HEAD -- src", "cat -- go.mod",
+		"make -- test", "make -k -- test",
 	} {
 		t.Run(command, func(t *testing.T) {
 			plan, err := f.w.PlanCommand(command)
