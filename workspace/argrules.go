@@ -261,13 +261,20 @@ func (c argChecker) checkWords(rule *argRule, args []string) error {
 		if slices.Contains(rule.positionalNeeds, word) {
 			unlocked = true
 		}
-		// A long option of valueLong takes the next word as its value.
+		// A long option of valueLong takes the next word as its value; one
+		// that looks like an option is checked as one too.
 		long := rule.style == styleGoFlag || strings.HasPrefix(word, "--")
 		name, _, hasVal := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(word, "-"), "-"), "=")
 		if long && !hasVal && slices.Contains(rule.valueLong, name) && i+1 < len(args) {
 			i++
-			if err := c.checkWordPaths(args[i], args[i], rule.protectAll); err != nil {
+			val := args[i]
+			if err := c.checkWordPaths(val, val, rule.protectAll); err != nil {
 				return err
+			}
+			if val != "-" && strings.HasPrefix(val, "-") {
+				if err := c.checkOption(rule, val); err != nil {
+					return err
+				}
 			}
 		}
 	}

@@ -362,6 +362,10 @@ func TestArgumentRulesRefuseTheClass(t *testing.T) {
 		{"git grep --open-files-in-pager=x foo", "--open-files-in-pager=x", nil},
 		{"git grep -O foo", "-O", nil},
 		{"git log --paginate", "--paginate", nil},
+		// the value of an option that takes the next word, when it looks
+		// like an option
+		{"git branch --list --contains -d x", "-d", nil},
+		{"git branch --list --sort --delete x", "--delete", nil},
 		// rg: preprocessors, decompressors, host name programs
 		{"rg --pre ./x.sh foo", "--pre", nil},
 		{"rg --pre=./x.sh foo", "--pre=./x.sh", nil},
@@ -616,7 +620,8 @@ func TestMakeTableKnowsEveryOption(t *testing.T) {
 
 // FuzzPlanCommand: no input panics, every refusal carries a code, an
 // accepted command has no word that, read as a path in any of the ways
-// the rules consider, leaves the root, and an accepted touch (whose every
+// the rules consider, leaves the root, nor one that, read as an option
+// wherever it stands, is one its rule refuses, and an accepted touch (whose every
 // word is a write target) names nothing beneath .git/ or .harness/, as
 // spelled or where its symlinks lead.
 func FuzzPlanCommand(f *testing.F) {
@@ -629,6 +634,7 @@ func FuzzPlanCommand(f *testing.F) {
 		"go test -outputdir=src -coverprofile=../.git/c ./...", "go test ./... -args -test.v",
 		"make -j 4 V=1 test", "make --dry -kj4", "make 'X!=id'", "touch SUB/.GIT/x", "touch hooks/../y",
 		"go build -gcflags 'all=-N -l'", "make -sf.git/x", "go vet -printf.funcs=a,b ./...",
+		"rg -e -- src", "rg --pre=x foo", "ls -I -- x", "git log --grep -- src", "git branch --list --contains x",
 	} {
 		f.Add(s)
 	}
@@ -675,6 +681,9 @@ func FuzzPlanCommand(f *testing.F) {
 		if r := commandRules[plan.Argv[0]]; r != nil && r.style == styleGoFlag {
 			groups = false
 		}
+		if word, letter := refusedOptionReading(plan.Argv); word != "" {
+			t.Fatalf("PlanCommand(%q) accepted %q, which reads as the refused option %s", s, word, letter)
+		}
 		for _, word := range plan.Argv[1:] {
 			for _, p := range pathReadings(word, groups) {
 				if escapesRoot(root, p) {
@@ -686,6 +695,47 @@ func FuzzPlanCommand(f *testing.F) {
 			}
 		}
 	})
+}
+
+// refusedOptionReading is an oracle that reads argv independently of the
+// rules' parse: for a denylist rule, every word that starts with a dash,
+// wherever it stands (after "--", or where it may be the value of the
+// option before it), is read as an option, and none may name one the
+// rule's tables refuse. It returns the first such word and the option.
+func refusedOptionReading(argv []string) (string, string) {
+	rule := commandRules[argv[0]]
+	if rule == nil {
+		return "", ""
+	}
+	words := argv[1:]
+	if rule.subcommands != nil {
+		i := slices.IndexFunc(words, func(w string) bool { return !strings.HasPrefix(w, "-") })
+		if i < 0 {
+			return "", ""
+		}
+		rule, words = rule.subcommands[words[i]], words[i+1:]
+	}
+	if rule == nil || rule.opts != nil || rule.short != nil {
+		return "", ""
+	}
+	for _, w := range words {
+		if w == "-" || w == "--" || !strings.HasPrefix(w, "-") {
+			continue
+		}
+		if strings.HasPrefix(w, "--") {
+			name, _, _ := strings.Cut(w[2:], "=")
+			if ref := rule.refusedLongMatch(name); ref != "" {
+				return w, "--" + ref
+			}
+			continue
+		}
+		for _, l := range w[1:] {
+			if strings.ContainsRune(rule.refusedShort, l) {
+				return w, "-" + string(l)
+			}
+		}
+	}
+	return "", ""
 }
 
 // writesProtected is an oracle independent of the rules: p, or where the
