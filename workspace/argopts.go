@@ -71,7 +71,7 @@ func (c argChecker) checkAllowed(rule *argRule, args []string) error {
 				return err
 			}
 			continue
-		case afterDashDash || word == "-" || !strings.HasPrefix(word, "-"):
+		case afterDashDash || !looksLikeOption(word):
 			if err := c.checkPositional(rule, word); err != nil {
 				return err
 			}
@@ -79,7 +79,7 @@ func (c argChecker) checkAllowed(rule *argRule, args []string) error {
 			// ends the options; still, a word after it that looks like an
 			// option group has its suffixes checked as paths, as every
 			// other word's possible readings are.
-			if afterDashDash && word != "-" && strings.HasPrefix(word, "-") {
+			if afterDashDash && looksLikeOption(word) {
 				if err := c.checkShortGroupPaths(word, false); err != nil {
 					return err
 				}

@@ -235,7 +235,7 @@ func (c argChecker) checkWords(rule *argRule, args []string) error {
 	unlocked := false // an option of positionalNeeds was seen
 	for i := 0; i < len(args); i++ {
 		word := args[i]
-		option := word != "-" && strings.HasPrefix(word, "-")
+		option := looksLikeOption(word)
 		if afterDashDash || !option {
 			positionals++
 			if err := c.checkWordPaths(word, word, rule.protectAll); err != nil {
@@ -271,7 +271,7 @@ func (c argChecker) checkWords(rule *argRule, args []string) error {
 			if err := c.checkWordPaths(val, val, rule.protectAll); err != nil {
 				return err
 			}
-			if val != "-" && strings.HasPrefix(val, "-") {
+			if looksLikeOption(val) {
 				if err := c.checkOption(rule, val); err != nil {
 					return err
 				}
@@ -284,6 +284,12 @@ func (c argChecker) checkWords(rule *argRule, args []string) error {
 			c.cmd, word, strings.Join(rule.positionalNeeds, " or "))
 	}
 	return nil
+}
+
+// looksLikeOption reports whether a program may read word as an option
+// (or as "--"): it starts with a dash and is not "-" (standard input).
+func looksLikeOption(word string) bool {
+	return word != "-" && strings.HasPrefix(word, "-")
 }
 
 // checkOption checks a word of a denylist rule that looks like an option:
