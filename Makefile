@@ -80,7 +80,7 @@ deps: tools
 test: deps
 	$(GO) vet $(PKGS)
 	$(GO) test -race -pgo=off -count=1 -timeout 20m $(PKGS)
-	$(GO) test -pgo=off -count=1 -run '^TestStdioReaderYieldsToTheScheduler$$' ./mcp/bridge
+	$(GO) test -pgo=off -count=1 -run '^Test(Stdio|Stream)ReaderYieldsToTheScheduler$$' ./mcp/bridge ./ahp
 
 # Quick loop for development: no race detector, no slow suites.
 test-short:

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/harness-runtime/harness/internal/tune"
 )
 
 var errTooLarge = errors.New("message too large")
@@ -60,7 +62,9 @@ func (s *Server) serveConn(ctx context.Context, c msgConn) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	ordered := cap(s.sem) == 1
+	var yield tune.Yielder // the loop only blocks in reads (see tune.Yielder)
 	for {
+		yield.Yield()
 		msg, err := c.read()
 		if errors.Is(err, errTooLarge) {
 			if c.write(appendError(nil, nil, CodeInvalidRequest, "Invalid Request: message too large")) != nil {

@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/harness-runtime/harness/internal/tune"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 )
@@ -114,35 +114,10 @@ type stdioTransport struct {
 	// follow passes the reading of the input from one goroutine to the
 	// next.
 	follow chan struct{}
-	// yielded is when the goroutine reading the input last passed
-	// through the scheduler (see yieldEvery); only that goroutine uses it.
-	yielded time.Time
-	log     *slog.Logger
-}
-
-// yieldEvery bounds how long the goroutine reading the input goes without
-// passing through Go's scheduler. Serving call after call itself, it only
-// ever blocks in read system calls on the client's input (a blocking
-// file: the pipe or socket a client hands its child), and the scheduler
-// does not count those as a turn. After 10 ms without one, the runtime's
-// monitor (sysmon) takes it for a goroutine that never yields: it sends it
-// a preemption signal, takes its processor away while it waits in a read
-// (so that the next request must first find a processor again), and goes
-// back to polling every 20 µs. A yield every few milliseconds keeps the
-// monitor quiet: `harness mcp` serving 64 KiB reads to the TypeScript SDK
-// client went from 2.3-2.6 context switches a read to 1.5, from 0.7 of
-// the monitor's wake-ups a read to 0.04, and used 4-21% less CPU a read.
-const yieldEvery = 5 * time.Millisecond
-
-// yieldScheduler passes through the scheduler (a variable for the tests).
-var yieldScheduler = runtime.Gosched
-
-// yieldIfDue yields once yieldEvery has passed since the reader last did.
-func (t *stdioTransport) yieldIfDue() {
-	if now := time.Now(); now.Sub(t.yielded) >= yieldEvery {
-		t.yielded = now
-		yieldScheduler()
-	}
+	// yield lets the goroutine reading the input through the scheduler
+	// (see tune.Yielder); only that goroutine uses it.
+	yield tune.Yielder
+	log   *slog.Logger
 }
 
 // lead reads lines of r and hands them to the dispatcher until it reaches
@@ -162,7 +137,7 @@ func (t *stdioTransport) yieldIfDue() {
 // end.
 func (t *stdioTransport) lead(ctx context.Context, r *bufio.Reader, end chan<- error) {
 	for {
-		t.yieldIfDue()
+		t.yield.Yield()
 		line, err := r.ReadBytes('\n')
 		if ctx.Err() != nil {
 			end <- ctx.Err()
