@@ -152,6 +152,15 @@ func (c argChecker) checkAllowed(rule *argRule, args []string) error {
 			}
 		}
 		if hasVal {
+			// A value taken from the next word is what this rule says it
+			// is (make -f -0/ reads the makefile "-0/"); if it looks like
+			// an option group, its suffixes are still checked as paths,
+			// as every other word's possible readings are.
+			if valWord != word && rule.style == styleGetopt && looksLikeOption(valWord) {
+				if err := c.checkShortGroupPaths(valWord, false); err != nil {
+					return err
+				}
+			}
 			if err := c.checkOptValue(name, spec, valWord, val); err != nil {
 				return err
 			}

@@ -441,6 +441,29 @@ func TestDoubleDashDoesNotEndTheChecks(t *testing.T) {
 	}
 }
 
+// TestOptionValueThatLooksLikeAnOption: make's rule knows which options
+// take the next word as their value (make -f -0/ reads a makefile named
+// "-0/"), but a value that looks like an option group is still checked
+// in every reading as a path, as a word anywhere else is: make's options
+// that take a file, short and long, each followed by such words.
+func TestOptionValueThatLooksLikeAnOption(t *testing.T) {
+	f := newArgFixture(t)
+	for _, opt := range []string{"-f", "--file", "--makefile", "-I", "--include-dir", "-o", "--old-file", "-W", "--what-if", "--new-file"} {
+		for _, word := range []string{"-0/", "-C/tmp", "-x../outside", "--x=/etc", "-s/etc/passwd"} {
+			command := "make " + opt + " " + word
+			t.Run(command, func(t *testing.T) {
+				_, err := f.w.PlanCommand(command)
+				assertRefusedWord(t, command, err, word)
+			})
+		}
+		// A plain value of the same shape, inside the root, still passes.
+		command := "make " + opt + " -src"
+		if _, err := f.w.PlanCommand(command); err != nil {
+			t.Errorf("%s: %v", command, err)
+		}
+	}
+}
+
 // TestArgumentRulesAllowBenign: what an agent runs every day passes, with
 // the argv it gave.
 func TestArgumentRulesAllowBenign(t *testing.T) {
