@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -132,6 +133,28 @@ func buildHarness(cfg *config.Config, sink ahp.Sink) (*runtime.Harness, func(), 
 }
 
 func testConfig(t testing.TB, yaml string) *config.Config { return mcptest.Config(t, yaml) }
+
+// serverWithReadTool is a bridge on the default configuration with one
+// more read tool, name, that takes any object and runs fn.
+func serverWithReadTool(t testing.TB, name string, fn func(ctx context.Context) (map[string]any, error)) *Server {
+	t.Helper()
+	cfg := testConfig(t, "harness: {}\n")
+	cfg.Harness.Workspace.Root = t.TempDir()
+	h, closeFn, err := buildHarness(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeFn)
+	if err := h.Register(runtime.Spec{Name: name, Description: "a test tool", Risk: schema.RiskRead, Input: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, _ map[string]any) (map[string]any, error) { return fn(ctx) }); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := NewServer(h, cfg, WithLogger(quietLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
 
 func workspaceRoot(t testing.TB) string { return mcptest.WorkspaceRoot(t) }
 

@@ -18,27 +18,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/harness-runtime/harness/action"
-	"github.com/harness-runtime/harness/runtime"
-	"github.com/harness-runtime/harness/schema"
 )
 
 func TestServeStdioAnswersCallsReadBeforeInputEnds(t *testing.T) {
-	cfg := testConfig(t, "harness: {}\n")
-	cfg.Harness.Workspace.Root = t.TempDir()
-	h, closeFn, err := buildHarness(cfg, nil)
-	require.NoError(t, err)
-	defer closeFn()
-	require.NoError(t, h.Register(runtime.Spec{Name: "nap", Description: "sleeps a little", Risk: schema.RiskRead,
-		Input: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, _ map[string]any) (map[string]any, error) {
+	srv := serverWithReadTool(t, "nap", func(ctx context.Context) (map[string]any, error) {
 		select {
 		case <-time.After(300 * time.Millisecond):
 			return map[string]any{"slept": true}, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-	}))
-	srv, err := NewServer(h, cfg, WithLogger(quietLogger()))
-	require.NoError(t, err)
+	})
 	in := strings.NewReader(strings.Join([]string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,

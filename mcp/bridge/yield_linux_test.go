@@ -9,15 +9,12 @@ package bridge
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/harness-runtime/harness/internal/testkit"
 	"github.com/harness-runtime/harness/internal/tune"
-	"github.com/harness-runtime/harness/runtime"
-	"github.com/harness-runtime/harness/schema"
 	"github.com/stretchr/testify/require"
 )
 
@@ -25,18 +22,9 @@ import (
 // at a time for d, over pipes whose server ends block, and counts the
 // preemption signals the process receives meanwhile.
 func preemptionsWhileServing(t *testing.T, d time.Duration) (signals, calls int) {
-	cfg := testConfig(t, "harness: {}\n")
-	cfg.Harness.Workspace.Root = t.TempDir()
-	h, closeFn, err := buildHarness(cfg, nil)
-	require.NoError(t, err)
-	defer closeFn()
-	require.NoError(t, h.Register(runtime.Spec{Name: "now", Description: "answers at once", Risk: schema.RiskRead,
-		Input: json.RawMessage(`{"type":"object"}`)}, func(context.Context, map[string]any) (map[string]any, error) {
+	srv := serverWithReadTool(t, "now", func(context.Context) (map[string]any, error) {
 		return map[string]any{"ok": true}, nil
-	}))
-	srv, err := NewServer(h, cfg, WithLogger(quietLogger()))
-	require.NoError(t, err)
-
+	})
 	in, out, req, respFile := testkit.BlockingPipes(t)
 	served := make(chan error, 1)
 	go func() {
@@ -53,7 +41,7 @@ func preemptionsWhileServing(t *testing.T, d time.Duration) (signals, calls int)
 		return answer
 	}
 	call(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	_, err = fmt.Fprintln(req, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	_, err := fmt.Fprintln(req, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	require.NoError(t, err)
 	signals = testkit.Preemptions(func() {
 		for start := time.Now(); time.Since(start) < d; calls++ {
