@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/harness-runtime/harness/internal/testkit"
-	"github.com/harness-runtime/harness/internal/tune"
 )
 
 // preemptionsWhileStreaming serves pre_action events one at a time for d
@@ -65,27 +64,14 @@ func TestStreamReaderYieldsToTheScheduler(t *testing.T) {
 	if testing.Short() {
 		t.Skip("serves events for 2 s")
 	}
-	const d = 500 * time.Millisecond
 	for _, mode := range []struct {
 		name string
 		max  int
 	}{{"in order", 1}, {"concurrent", 0}} {
 		t.Run(mode.name, func(t *testing.T) {
-			signals, events := preemptionsWhileStreaming(t, d, mode.max)
-			t.Logf("with yields: %d events, %d SIGURG", events, signals)
-
-			saved := tune.Sched
-			tune.Sched = func() {}
-			defer func() { tune.Sched = saved }()
-			without, wevents := preemptionsWhileStreaming(t, d, mode.max)
-			t.Logf("without: %d events, %d SIGURG", wevents, without)
-
-			if without < 4 {
-				t.Skipf("without yields, only %d preemption signals in %v: this machine cannot tell", without, d)
-			}
-			if signals > without/4 {
-				t.Errorf("%d preemption signals in %v of events, against %d without yields: the reader is preempted as a goroutine that never yields", signals, d, without)
-			}
+			testkit.CheckYields(t, func(t *testing.T) (int, int) {
+				return preemptionsWhileStreaming(t, 500*time.Millisecond, mode.max)
+			})
 		})
 	}
 }

@@ -76,13 +76,9 @@ func (c argChecker) checkAllowed(rule *argRule, args []string) error {
 				return err
 			}
 			// This rule knows every value its options take, so this "--"
-			// ends the options; still, a word after it that looks like an
-			// option group has its suffixes checked as paths, as every
-			// other word's possible readings are.
-			if afterDashDash && looksLikeOption(word) {
-				if err := c.checkShortGroupPaths(word, false); err != nil {
-					return err
-				}
+			// ends the options.
+			if err := c.checkOptionLikePaths(word); err != nil {
+				return err
 			}
 			continue
 		case word == "--" && rule.style == styleGetopt:
@@ -153,11 +149,9 @@ func (c argChecker) checkAllowed(rule *argRule, args []string) error {
 		}
 		if hasVal {
 			// A value taken from the next word is what this rule says it
-			// is (make -f -0/ reads the makefile "-0/"); if it looks like
-			// an option group, its suffixes are still checked as paths,
-			// as every other word's possible readings are.
-			if valWord != word && rule.style == styleGetopt && looksLikeOption(valWord) {
-				if err := c.checkShortGroupPaths(valWord, false); err != nil {
+			// is (make -f -0/ reads the makefile "-0/").
+			if valWord != word && rule.style == styleGetopt {
+				if err := c.checkOptionLikePaths(valWord); err != nil {
 					return err
 				}
 			}
@@ -174,6 +168,17 @@ func (c argChecker) checkAllowed(rule *argRule, args []string) error {
 		return rule.after(c, seen)
 	}
 	return nil
+}
+
+// checkOptionLikePaths checks a word a getopt allowlist rule reads as a
+// positional (after "--") or as the value of the option before it: when
+// it looks like an option group, its suffixes are checked as paths too,
+// as every other word's possible readings are.
+func (c argChecker) checkOptionLikePaths(word string) error {
+	if !looksLikeOption(word) {
+		return nil
+	}
+	return c.checkShortGroupPaths(word, false)
 }
 
 // lookupLong finds the spec of a long option. Go flags must be spelled

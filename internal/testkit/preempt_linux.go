@@ -4,10 +4,11 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"sync/atomic"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/harness-runtime/harness/internal/tune"
 )
 
 // BlockingPipes returns two pipes as a client hands them to its child as
@@ -39,28 +40,36 @@ func BlockingPipes(t testing.TB) (in, out, req, resp *os.File) {
 // turn of the scheduler (and the collector one to each goroutine whose
 // stack it scans, hence the collector off).
 func Preemptions(fn func()) int {
-	urg := make(chan os.Signal, 4096)
-	signal.Notify(urg, unix.SIGURG)
-	defer signal.Stop(urg)
-	var counting atomic.Bool
-	var count atomic.Int64
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for range urg {
-			if counting.Load() {
-				count.Add(1)
-			}
-		}
-	}()
+	urg := make(chan os.Signal, 1<<16) // more than a run can receive
 	func() {
 		defer debug.SetGCPercent(debug.SetGCPercent(-1))
-		counting.Store(true)
-		defer counting.Store(false)
+		signal.Notify(urg, unix.SIGURG)
+		defer signal.Stop(urg) // when it returns, nothing more is sent
 		fn()
 	}()
-	signal.Stop(urg)
-	close(urg)
-	<-done
-	return int(count.Load())
+	return len(urg)
+}
+
+// CheckYields checks that a stream reader keeps the runtime's monitor
+// quiet (see tune.Yielder): serve serves a stream for a while and returns
+// the preemption signals received meanwhile (Preemptions) and how many
+// messages it served. It runs once as built and once with tune.Sched a
+// no-op (the control), and fails when the first run got more than a
+// quarter of the control's signals; it skips when the control got fewer
+// than 4, too few on this machine to tell.
+func CheckYields(t *testing.T, serve func(t *testing.T) (signals, messages int)) {
+	t.Helper()
+	signals, n := serve(t)
+	t.Logf("with yields: %d messages, %d SIGURG", n, signals)
+	saved := tune.Sched
+	tune.Sched = func() {}
+	defer func() { tune.Sched = saved }()
+	without, wn := serve(t)
+	t.Logf("without: %d messages, %d SIGURG", wn, without)
+	if without < 4 {
+		t.Skipf("without yields, only %d preemption signals: this machine cannot tell", without)
+	}
+	if signals > without/4 {
+		t.Errorf("%d preemption signals, against %d without yields: the reader is preempted as a goroutine that never yields", signals, without)
+	}
 }

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/harness-runtime/harness/internal/testkit"
-	"github.com/harness-runtime/harness/internal/tune"
 	"github.com/stretchr/testify/require"
 )
 
@@ -63,20 +62,5 @@ func TestStdioReaderYieldsToTheScheduler(t *testing.T) {
 	if testing.Short() {
 		t.Skip("serves calls for 1 s")
 	}
-	const d = 500 * time.Millisecond
-	signals, calls := preemptionsWhileServing(t, d)
-	t.Logf("with yields: %d calls, %d SIGURG", calls, signals)
-
-	saved := tune.Sched
-	tune.Sched = func() {}
-	defer func() { tune.Sched = saved }()
-	without, wcalls := preemptionsWhileServing(t, d)
-	t.Logf("without: %d calls, %d SIGURG", wcalls, without)
-
-	if without < 4 {
-		t.Skipf("without yields, only %d preemption signals in %v: this machine cannot tell", without, d)
-	}
-	if signals > without/4 {
-		t.Errorf("%d preemption signals in %v of calls, against %d without yields: the reader is preempted as a goroutine that never yields", signals, d, without)
-	}
+	testkit.CheckYields(t, func(t *testing.T) (int, int) { return preemptionsWhileServing(t, 500*time.Millisecond) })
 }
