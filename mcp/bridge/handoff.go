@@ -8,6 +8,8 @@ import (
 // handoffDelay is how long a call may run, from its registration, before
 // the reading of the input is passed on to another goroutine: what a
 // cancellation, an answer to an elicitation or the next call may wait.
+// Where the transport has a gate (see inputGate), the reading is passed
+// on only once such input waits.
 const handoffDelay = time.Millisecond
 
 // watchLinger is how long the watcher's timer keeps ticking after the
@@ -20,6 +22,9 @@ type handoff struct {
 	once  sync.Once
 	pass  func()
 	watch *watcher
+	// gate, when set, starts the watch only once input is waiting (see
+	// inputGate); otherwise arm starts it at once.
+	gate *inputGate
 }
 
 func (h *handoff) fire() {
@@ -28,10 +33,15 @@ func (h *handoff) fire() {
 	}
 }
 
-// arm passes the reading on after handoffDelay, unless keep comes first.
+// arm passes the reading on after handoffDelay, unless keep comes first;
+// with a gate, only if input is waiting by then (or comes later).
 func (h *handoff) arm() {
-	if h != nil {
-		h.watch.start(h)
+	switch {
+	case h == nil:
+	case h.gate != nil:
+		h.gate.open(h)
+	default:
+		h.watch.start(h, time.Now())
 	}
 }
 
@@ -44,6 +54,9 @@ func (h *handoff) keep() bool {
 	kept := false
 	h.once.Do(func() { kept = true })
 	h.watch.end(h)
+	if h.gate != nil {
+		h.gate.leave(h)
+	}
 	return kept
 }
 
@@ -53,8 +66,8 @@ func (h *handoff) keep() bool {
 // every call, would wake another thread of the process at least twice a
 // call (once to take the new timer, once when the stopped one was due).
 // The watcher's one timer is not stopped when a call ends in time: it
-// ticks every handoffDelay while calls come (and watchLinger after the
-// last), and at each tick passes the reading on if the handoff it
+// ticks every handoffDelay while calls come to it (and watchLinger after
+// the last; with a gate, only calls during which input came do), and at each tick passes the reading on if the handoff it
 // watches is handoffDelay old, or waits for the rest of that time.
 type watcher struct {
 	mu      sync.Mutex
@@ -63,25 +76,28 @@ type watcher struct {
 	since   time.Time // when the last handoff (cur, when set) was armed
 	ticking bool      // timer is due
 	stopped bool
+	watched int // handoffs started, for the tests
 }
 
-// start watches h.
-func (w *watcher) start(h *handoff) {
-	now := time.Now()
+// start watches h, armed at armed: it is passed on handoffDelay after
+// that.
+func (w *watcher) start(h *handoff, armed time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.cur == h || w.stopped {
 		return
 	}
-	w.cur, w.since = h, now
+	w.cur, w.since = h, armed
+	w.watched++
 	if w.ticking {
 		return // the next tick comes within handoffDelay, and waits for the rest
 	}
 	w.ticking = true
+	wait := max(0, handoffDelay-time.Since(armed))
 	if w.timer == nil {
-		w.timer = time.AfterFunc(handoffDelay, w.tick)
+		w.timer = time.AfterFunc(wait, w.tick)
 	} else {
-		w.timer.Reset(handoffDelay)
+		w.timer.Reset(wait)
 	}
 }
 

@@ -77,6 +77,11 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	defer cancel()
 	t := &stdioTransport{srv: s.srv, sess: sess, out: gated, slots: make(chan struct{}, maxRequests), follow: make(chan struct{}), log: s.log}
 	defer t.watch.stop()
+	t.gate = newInputGate(in, &t.watch)
+	defer t.gate.stop()
+	if onTransport != nil {
+		onTransport(t)
+	}
 	go t.notify(reqCtx)
 	read := make(chan error, 1)
 	go t.lead(reqCtx, bufio.NewReaderSize(in, 64<<10), read)
@@ -102,6 +107,10 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	return err
 }
 
+// onTransport, when set (by tests), is given each transport ServeStdio
+// starts.
+var onTransport func(*stdioTransport)
+
 // stdioTransport carries one stdio client's messages to and from the
 // dispatcher.
 type stdioTransport struct {
@@ -111,6 +120,9 @@ type stdioTransport struct {
 	slots chan struct{}
 	calls inflight
 	watch watcher
+	// gate, when the input is a descriptor epoll can watch, starts the
+	// watch of a call only once input waits to be read (see inputGate).
+	gate *inputGate
 	// follow passes the reading of the input from one goroutine to the
 	// next.
 	follow chan struct{}
@@ -123,13 +135,14 @@ type stdioTransport struct {
 // lead reads lines of r and hands them to the dispatcher until it reaches
 // a request; then it serves the request itself, on the goroutine that read
 // it (no hand-off on the way in). A call answered within handoffDelay of
-// its registration by the dispatcher (most are) is answered by the
-// reader, which then reads on: no other goroutine is woken. A call that
-// takes longer passes the reading on to another goroutine then (it was
-// registered, so that a notifications/cancelled read next finds it:
-// mcp-go's cancellation knows a request only from then on), and the input
-// is read while it runs (for cancellations, answers to elicitations, and
-// the next calls). Once such a call is answered its goroutine waits to
+// its registration by the dispatcher (most are), or during which no input
+// comes (the gate, where the input is a pipe, socket or terminal), is
+// answered by the reader, which then reads on: no other goroutine is
+// woken. A call that takes longer while input waits passes the reading on
+// to another goroutine then (it was registered, so that a
+// notifications/cancelled read next finds it: mcp-go's cancellation knows
+// a request only from then on), and the input is read while it runs (for
+// cancellations, answers to elicitations, and the next calls). Once such a call is answered its goroutine waits to
 // read again: goroutines are reused, and keep the stack a call grew
 // (growing a new goroutine's stack through the dispatcher, the guard and
 // the audit log cost more than the hand-off it saves). The goroutine that
@@ -137,6 +150,7 @@ type stdioTransport struct {
 // end.
 func (t *stdioTransport) lead(ctx context.Context, r *bufio.Reader, end chan<- error) {
 	for {
+		t.gate.close()
 		t.yield.Yield()
 		line, err := r.ReadBytes('\n')
 		if ctx.Err() != nil {
@@ -154,7 +168,13 @@ func (t *stdioTransport) lead(ctx context.Context, r *bufio.Reader, end chan<- e
 					t.serve(ctx, line, m, nil)
 					return
 				}
-				if t.serve(ctx, line, m, &handoff{watch: &t.watch, pass: func() {
+				// A line already in r's buffer is input the gate cannot
+				// see: its call goes to the watcher at once.
+				gate := t.gate
+				if r.Buffered() > 0 {
+					gate = nil
+				}
+				if t.serve(ctx, line, m, &handoff{watch: &t.watch, gate: gate, pass: func() {
 					select {
 					case t.follow <- struct{}{}: // a goroutine waiting to read takes over
 					default:
@@ -299,7 +319,7 @@ func (t *stdioTransport) serve(ctx context.Context, line []byte, _ envelope, h *
 		// Still the reader: a write that blocks on a client that stopped
 		// reading must not stop the reading too (the end of the input is
 		// how the bridge learns that the client went away).
-		w := &handoff{pass: h.pass, watch: h.watch}
+		w := &handoff{pass: h.pass, watch: h.watch, gate: h.gate}
 		w.arm()
 		t.write(resp)
 		kept = w.keep()

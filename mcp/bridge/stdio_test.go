@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -245,13 +246,36 @@ func normalizeVolatile(v any) any {
 	return v
 }
 
+// pipeMaker returns the two ends of a new pipe.
+type pipeMaker func(t *testing.T) (io.ReadCloser, io.WriteCloser)
+
+// forEachPipe runs test over an io.Pipe and over a kernel pipe (whose read
+// end, unlike an io.Pipe, the transport's input gate can watch).
+func forEachPipe(t *testing.T, test func(*testing.T, pipeMaker)) {
+	t.Run("io.Pipe", func(t *testing.T) {
+		test(t, func(*testing.T) (io.ReadCloser, io.WriteCloser) { return io.Pipe() })
+	})
+	t.Run("os.Pipe", func(t *testing.T) {
+		test(t, func(t *testing.T) (io.ReadCloser, io.WriteCloser) {
+			r, w, err := os.Pipe()
+			require.NoError(t, err)
+			t.Cleanup(func() { r.Close(); w.Close() })
+			return r, w
+		})
+	})
+}
+
 // TestServeStdioCalls drives ServeStdio as a client would: answers
 // keep their ids, a refused call is an error result with its code, and a
 // cancelled call stops.
 func TestServeStdioCalls(t *testing.T) {
+	forEachPipe(t, testServeStdioCalls)
+}
+
+func testServeStdioCalls(t *testing.T, newPipe pipeMaker) {
 	srv, evs := fastBridge(t, "harness: {auto-approved-actions: [workspace_read_file]}\n")
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
+	inR, inW := newPipe(t)
+	outR, outW := newPipe(t)
 	done := make(chan error, 1)
 	go func() { done <- srv.ServeStdio(context.Background(), inR, outW); _ = outW.Close() }()
 	send := func(line string) {
@@ -326,9 +350,13 @@ func TestServeStdioCalls(t *testing.T) {
 // follows its call at once, in the same write, still finds the call (the
 // transport reads on only once the dispatcher knows the call), every time.
 func TestServeStdioCancelRightAfterTheCall(t *testing.T) {
+	forEachPipe(t, testServeStdioCancelRightAfterTheCall)
+}
+
+func testServeStdioCancelRightAfterTheCall(t *testing.T, newPipe pipeMaker) {
 	srv, _ := fastBridge(t, "harness: {}\n")
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
+	inR, inW := newPipe(t)
+	outR, outW := newPipe(t)
 	done := make(chan error, 1)
 	go func() { done <- srv.ServeStdio(context.Background(), inR, outW); _ = outW.Close() }()
 	answers := make(chan map[string]any, 16)

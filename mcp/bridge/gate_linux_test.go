@@ -1,0 +1,250 @@
+package bridge
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// gatePipe is a kernel pipe whose read end has a gate, with its watcher.
+func gatePipe(t *testing.T) (*inputGate, *watcher, *os.File) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(); w.Close() })
+	watch := &watcher{}
+	g := newInputGate(r, watch)
+	if g == nil {
+		t.Fatal("no gate for a pipe")
+	}
+	t.Cleanup(func() { g.stop(); watch.stop() })
+	return g, watch, w
+}
+
+// gatedCall is watchedCall with the gate g.
+func gatedCall(w *watcher, g *inputGate) (*handoff, *atomic.Int64) {
+	h, passed := watchedCall(w)
+	h.gate = g
+	return h, passed
+}
+
+func timerStarted(w *watcher) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.timer != nil
+}
+
+func watched(w *watcher) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.watched
+}
+
+// TestGateKeepsTheWatcherAsleepWithoutInput: calls during which nothing
+// comes never start the watcher's timer, however long they run; input
+// that comes during a call has its reading passed on, not before
+// handoffDelay from the call's arming.
+func TestGateKeepsTheWatcherAsleepWithoutInput(t *testing.T) {
+	g, watch, in := gatePipe(t)
+	for i := 0; i < 50; i++ {
+		h, passed := gatedCall(watch, g)
+		h.arm()
+		if !h.keep() || passed.Load() != 0 {
+			t.Fatalf("call %d answered at once was passed on", i)
+		}
+		// The answer's write: armed and kept under the same registration.
+		w, _ := gatedCall(watch, g)
+		w.arm()
+		w.keep()
+		g.close()
+	}
+	long, passed := gatedCall(watch, g)
+	armed := time.Now()
+	long.arm()
+	time.Sleep(5 * handoffDelay)
+	if passed.Load() != 0 || timerStarted(watch) {
+		t.Fatal("a long call with no input waiting was passed on, or woke the watcher")
+	}
+
+	if _, err := in.Write([]byte("{}\n")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "input during a long call passing its reading on", func() bool { return passed.Load() != 0 })
+	if d := time.Duration(passed.Load() - armed.UnixNano()); d < handoffDelay {
+		t.Errorf("passed on %v after arming, before handoffDelay", d)
+	}
+	long.keep()
+	g.close()
+}
+
+// TestGateCountsFromTheArming: input that comes soon after a call's
+// arming passes its reading on handoffDelay after the arming, and input
+// already waiting when a call is armed counts as come.
+func TestGateCountsFromTheArming(t *testing.T) {
+	g, watch, in := gatePipe(t)
+	h, passed := gatedCall(watch, g)
+	armed := time.Now()
+	h.arm()
+	if _, err := in.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the reading passed on", func() bool { return passed.Load() != 0 })
+	if d := time.Duration(passed.Load() - armed.UnixNano()); d < handoffDelay {
+		t.Errorf("passed on %v after arming, before handoffDelay", d)
+	}
+	g.close()
+
+	// The byte written is still unread: the next call finds it waiting.
+	next, passed := gatedCall(watch, g)
+	next.arm()
+	waitFor(t, "a call armed with input waiting passed on", func() bool { return passed.Load() != 0 })
+	g.close()
+}
+
+// TestGateInputBetweenCallAndWrite: input that comes after the call was
+// kept but before its answer's write is armed still counts for that write.
+func TestGateInputBetweenCallAndWrite(t *testing.T) {
+	g, watch, in := gatePipe(t)
+	call, _ := gatedCall(watch, g)
+	call.arm()
+	call.keep()
+	if _, err := in.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the gate seeing the input", func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.ready
+	})
+	write, passed := gatedCall(watch, g)
+	write.arm()
+	waitFor(t, "the write's handoff passed on", func() bool { return passed.Load() != 0 })
+	g.close()
+}
+
+// TestGateIgnoresWhatCameBeforeClose: once closed (the reader reads on),
+// input is the reader's: it passes nothing on, even to a handoff armed
+// later under a new registration, from an event of the old one.
+func TestGateIgnoresWhatCameBeforeClose(t *testing.T) {
+	g, watch, in := gatePipe(t)
+	h, passed := gatedCall(watch, g)
+	h.arm()
+	g.close()
+	if _, err := in.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * handoffDelay)
+	if passed.Load() != 0 {
+		t.Fatal("a handoff was passed on after its gate closed")
+	}
+	g.readable(g.gen) // late: no registration now
+	g.mu.Lock()
+	ready := g.ready
+	g.mu.Unlock()
+	if ready {
+		t.Fatal("an event after close marked the input ready")
+	}
+}
+
+// TestGateOnlyForPollableInput: input epoll cannot watch gets no gate
+// (its calls go to the watcher at once); a gate stopped is inert.
+func TestGateOnlyForPollableInput(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pr.Close()
+	defer pw.Close()
+	if newInputGate(pr, &watcher{}) != nil {
+		t.Error("a gate for an io.Pipe")
+	}
+	path := filepath.Join(t.TempDir(), "in")
+	if err := os.WriteFile(path, []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{path, os.DevNull} {
+		f, err := os.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if newInputGate(f, &watcher{}) != nil {
+			t.Errorf("a gate for %s", name)
+		}
+		f.Close()
+	}
+
+	g, watch, _ := gatePipe(t)
+	g.stop()
+	h, passed := gatedCall(watch, g)
+	h.arm() // no registration: watched at once, as without a gate
+	waitFor(t, "a handoff armed on a stopped gate passed on", func() bool { return passed.Load() != 0 })
+	g.close()
+}
+
+// TestServeStdioGateSparesTheWatcher: through a kernel pipe, calls made one
+// at a time never start the watcher's timer; a call that runs on while
+// the next one comes still has its reading passed on, and the next one is
+// answered meanwhile.
+func TestServeStdioGateSparesTheWatcher(t *testing.T) {
+	transports := make(chan *stdioTransport, 1)
+	onTransport = func(t *stdioTransport) { transports <- t }
+	defer func() { onTransport = nil }()
+	srv, evs := fastBridge(t, "harness: {auto-approved-actions: [workspace_read_file]}\n")
+	inR, inW, err := os.Pipe()
+	require.NoError(t, err)
+	outR, outW, err := os.Pipe()
+	require.NoError(t, err)
+	defer outR.Close()
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeStdio(context.Background(), inR, outW); _ = outW.Close() }()
+	tr := <-transports
+	require.NotNil(t, tr.gate, "no gate on a kernel pipe")
+
+	answers := bufio.NewScanner(outR)
+	answers.Buffer(nil, 1<<20)
+	call := func(line string) map[string]any {
+		_, err := io.WriteString(inW, line+"\n")
+		require.NoError(t, err)
+		require.True(t, answers.Scan(), "no answer")
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(answers.Bytes(), &m))
+		return m
+	}
+	call(initLine)
+	_, err = io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	require.NoError(t, err)
+	// The notification may come with the next call, in one read. A next
+	// call that comes before the reader is back at its reading (after its
+	// write) is input during a handoff, by design: the client pauses.
+	before := watched(&tr.watch)
+	for i := 0; i < 50; i++ {
+		m := call(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"shapes","arguments":{}}}`, 10+i))
+		require.Equal(t, float64(10+i), m["id"])
+		time.Sleep(time.Millisecond)
+	}
+	assert.LessOrEqual(t, watched(&tr.watch)-before, 5, "calls made one at a time went to the watcher")
+
+	_, err = io.WriteString(inW, `{"jsonrpc":"2.0","id":"nap","method":"tools/call","params":{"name":"nap","arguments":{}}}`+"\n")
+	require.NoError(t, err)
+	waitFor(t, "the nap running", func() bool { return len(evs.Types("nap")) > 0 })
+	m := call(`{"jsonrpc":"2.0","id":"next","method":"tools/call","params":{"name":"shapes","arguments":{}}}`)
+	assert.Equal(t, "next", m["id"], "the next call is answered while the nap goes on")
+	m = call(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"nap"}}`)
+	assert.Equal(t, "nap", m["id"])
+	require.NoError(t, inW.Close())
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("ServeStdio did not return after its input ended")
+	}
+}
