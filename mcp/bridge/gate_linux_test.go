@@ -46,6 +46,20 @@ func timerStarted(w *watcher) bool {
 	return w.timer != nil
 }
 
+func isReady(g *inputGate) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.ready
+}
+
+// input writes one byte to the gate's pipe.
+func input(t *testing.T, in *os.File) {
+	t.Helper()
+	if _, err := in.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func watched(w *watcher) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -78,9 +92,7 @@ func TestGateKeepsTheWatcherAsleepWithoutInput(t *testing.T) {
 		t.Fatal("a long call with no input waiting was passed on, or woke the watcher")
 	}
 
-	if _, err := in.Write([]byte("{}\n")); err != nil {
-		t.Fatal(err)
-	}
+	input(t, in)
 	waitFor(t, "input during a long call passing its reading on", func() bool { return passed.Load() != 0 })
 	if d := time.Duration(passed.Load() - armed.UnixNano()); d < handoffDelay {
 		t.Errorf("passed on %v after arming, before handoffDelay", d)
@@ -97,9 +109,7 @@ func TestGateCountsFromTheArming(t *testing.T) {
 	h, passed := gatedCall(watch, g)
 	armed := time.Now()
 	h.arm()
-	if _, err := in.Write([]byte("x")); err != nil {
-		t.Fatal(err)
-	}
+	input(t, in)
 	waitFor(t, "the reading passed on", func() bool { return passed.Load() != 0 })
 	if d := time.Duration(passed.Load() - armed.UnixNano()); d < handoffDelay {
 		t.Errorf("passed on %v after arming, before handoffDelay", d)
@@ -120,14 +130,8 @@ func TestGateInputBetweenCallAndWrite(t *testing.T) {
 	call, _ := gatedCall(watch, g)
 	call.arm()
 	call.keep()
-	if _, err := in.Write([]byte("x")); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the gate seeing the input", func() bool {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		return g.ready
-	})
+	input(t, in)
+	waitFor(t, "the gate seeing the input", func() bool { return isReady(g) })
 	write, passed := gatedCall(watch, g)
 	write.arm()
 	waitFor(t, "the write's handoff passed on", func() bool { return passed.Load() != 0 })
@@ -142,18 +146,13 @@ func TestGateIgnoresWhatCameBeforeClose(t *testing.T) {
 	h, passed := gatedCall(watch, g)
 	h.arm()
 	g.close()
-	if _, err := in.Write([]byte("x")); err != nil {
-		t.Fatal(err)
-	}
+	input(t, in)
 	time.Sleep(5 * handoffDelay)
 	if passed.Load() != 0 {
 		t.Fatal("a handoff was passed on after its gate closed")
 	}
 	g.readable(g.gen) // late: no registration now
-	g.mu.Lock()
-	ready := g.ready
-	g.mu.Unlock()
-	if ready {
+	if isReady(g) {
 		t.Fatal("an event after close marked the input ready")
 	}
 }
@@ -240,11 +239,5 @@ func TestServeStdioGateSparesTheWatcher(t *testing.T) {
 	assert.Equal(t, "next", m["id"], "the next call is answered while the nap goes on")
 	m = call(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"nap"}}`)
 	assert.Equal(t, "nap", m["id"])
-	require.NoError(t, inW.Close())
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("ServeStdio did not return after its input ended")
-	}
+	endInput(t, inW, done)
 }

@@ -265,6 +265,19 @@ func forEachPipe(t *testing.T, test func(*testing.T, pipeMaker)) {
 	})
 }
 
+// endInput closes a ServeStdio's input and waits for it to return, with
+// no error, on done.
+func endInput(t *testing.T, inW io.Closer, done <-chan error) {
+	t.Helper()
+	require.NoError(t, inW.Close())
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("ServeStdio did not return after its input ended")
+	}
+}
+
 // TestServeStdioCalls drives ServeStdio as a client would: answers
 // keep their ids, a refused call is an error result with its code, and a
 // cancelled call stops.
@@ -337,13 +350,7 @@ func testServeStdioCalls(t *testing.T, newPipe pipeMaker) {
 	last := all[len(all)-1]
 	assert.Equal(t, "mcp:fast-test", last.AgentID)
 	assert.Equal(t, "stdio", last.SessionID)
-	require.NoError(t, inW.Close())
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("ServeStdio did not return after its input ended")
-	}
+	endInput(t, inW, done)
 }
 
 // TestServeStdioCancelRightAfterTheCall: a notifications/cancelled that
@@ -395,11 +402,5 @@ func testServeStdioCancelRightAfterTheCall(t *testing.T, newPipe pipeMaker) {
 		sc := m["result"].(map[string]any)["structuredContent"].(map[string]any)
 		require.Equal(t, string(action.CodeCanceled), sc["code"])
 	}
-	require.NoError(t, inW.Close())
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("ServeStdio did not return after its input ended")
-	}
+	endInput(t, inW, done)
 }
