@@ -55,8 +55,11 @@ func newInputGate(in io.Reader, w *watcher) *inputGate {
 	if rc, err := f.SyscallConn(); err == nil {
 		_ = rc.Control(func(p uintptr) { fd = int(p) }) // unlike f.Fd, leaves its mode alone
 	}
+	if fd < 0 {
+		return nil
+	}
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
-	if fd < 0 || err != nil {
+	if err != nil {
 		return nil
 	}
 	probe := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLONESHOT}

@@ -67,8 +67,9 @@ func (h *handoff) keep() bool {
 // call (once to take the new timer, once when the stopped one was due).
 // The watcher's one timer is not stopped when a call ends in time: it
 // ticks every handoffDelay while calls come to it (and watchLinger after
-// the last; with a gate, only calls during which input came do), and at each tick passes the reading on if the handoff it
-// watches is handoffDelay old, or waits for the rest of that time.
+// the last; with a gate, only calls during which input came do), and at
+// each tick passes the reading on if the handoff it watches is
+// handoffDelay old, or waits for the rest of that time.
 type watcher struct {
 	mu      sync.Mutex
 	timer   *time.Timer

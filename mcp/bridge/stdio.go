@@ -142,12 +142,12 @@ type stdioTransport struct {
 // to another goroutine then (it was registered, so that a
 // notifications/cancelled read next finds it: mcp-go's cancellation knows
 // a request only from then on), and the input is read while it runs (for
-// cancellations, answers to elicitations, and the next calls). Once such a call is answered its goroutine waits to
-// read again: goroutines are reused, and keep the stack a call grew
-// (growing a new goroutine's stack through the dispatcher, the guard and
-// the audit log cost more than the hand-off it saves). The goroutine that
-// meets the end of the input, a read error or the end of ctx sends it on
-// end.
+// cancellations, answers to elicitations, and the next calls). Once such
+// a call is answered its goroutine waits to read again: goroutines are
+// reused, and keep the stack a call grew (growing a new goroutine's stack
+// through the dispatcher, the guard and the audit log cost more than the
+// hand-off it saves). The goroutine that meets the end of the input, a
+// read error or the end of ctx sends it on end.
 func (t *stdioTransport) lead(ctx context.Context, r *bufio.Reader, end chan<- error) {
 	for {
 		t.gate.close()
