@@ -3,6 +3,7 @@ package bridge
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -27,50 +28,72 @@ const maxPooledResponse = 4 << 20
 var responseBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
 
 // appendMessage appends msg as one JSON line (with its newline).
-func appendMessage(b []byte, msg mcpgo.JSONRPCMessage) (out []byte, err error) {
+func appendMessage(b []byte, msg mcpgo.JSONRPCMessage) ([]byte, error) {
+	out, m, err := appendMessageParts(b, msg)
+	if err != nil || m.text == nil {
+		return out, err
+	}
+	return slices.Insert(out, m.at, m.text...), nil
+}
+
+// memoText is the place of a text left out of a line because the bridge
+// remembers its JSON (see appendTextOrMemo): text goes at offset at of
+// the line.
+type memoText struct {
+	at   int
+	text []byte
+}
+
+// appendMessageParts appends msg as one JSON line (with its newline), as
+// appendMessage does, except that the text of a tool result whose JSON the
+// bridge remembers is left out: it goes at m.at (m.text is nil when
+// nothing was left out). The transport sends it from the memo, so that a
+// file read again costs no copy of its text.
+func appendMessageParts(b []byte, msg mcpgo.JSONRPCMessage) (out []byte, m memoText, err error) {
 	if r, ok := msg.(mcpgo.JSONRPCResponse); ok {
 		if res, ok := r.Result.(*mcpgo.CallToolResult); ok {
-			if out, ok := appendToolResponse(b, r.ID, res); ok {
-				return out, nil
+			if out, m, ok := appendToolResponse(b, r.ID, res); ok {
+				return out, m, nil
 			}
 		}
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			out, err = b, fmt.Errorf("encode %T: %v", msg, r)
+			out, m, err = b, memoText{}, fmt.Errorf("encode %T: %v", msg, r)
 		}
 	}()
 	raw, err := json.Marshal(msg)
 	if err != nil {
-		return b, err
+		return b, memoText{}, err
 	}
-	return append(append(b, raw...), '\n'), nil
+	return append(append(b, raw...), '\n'), memoText{}, nil
 }
 
 // appendToolResponse appends the response line answering request id with
 // res, when res is a tool result as toolResult makes them (one plain text
-// block, an action.Observation as structured content, no metadata); it
-// reports false, having appended nothing, for any other result, or when
-// the observation cannot be written this way (encoding/json then writes
-// the response, or says why it cannot).
-func appendToolResponse(b []byte, id mcpgo.RequestId, res *mcpgo.CallToolResult) (out []byte, ok bool) {
+// block, an action.Observation as structured content, no metadata),
+// leaving out a text whose JSON the bridge remembers (see
+// appendMessageParts); it reports false, having appended nothing, for any
+// other result, or when the observation cannot be written this way
+// (encoding/json then writes the response, or says why it cannot).
+func appendToolResponse(b []byte, id mcpgo.RequestId, res *mcpgo.CallToolResult) (out []byte, m memoText, ok bool) {
 	obs, isObs := res.StructuredContent.(action.Observation)
 	if !isObs || res.Meta != nil || len(res.InputRequests) > 0 || res.RequestState != "" ||
 		len(res.RawStructuredContent) > 0 || len(res.Content) != 1 {
-		return b, false
+		return b, memoText{}, false
 	}
 	text, isText := res.Content[0].(mcpgo.TextContent)
 	if !isText || text.Meta != nil || text.Annotations != nil || text.Type != mcpgo.ContentTypeText {
-		return b, false
+		return b, memoText{}, false
 	}
 	rawID, err := json.Marshal(id)
 	if err != nil {
-		return b, false
+		return b, memoText{}, false
 	}
 	head := len(b)
 	defer func() {
 		if recover() != nil {
-			out, ok = b[:head], false
+			out, m, ok = b[:head], memoText{}, false
 		}
 	}()
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
@@ -82,16 +105,17 @@ func appendToolResponse(b []byte, id mcpgo.RequestId, res *mcpgo.CallToolResult)
 		b = append(b, ',')
 	}
 	b = append(b, `"content":[{"type":"text","text":`...)
-	b = appendText(b, text.Text)
+	b, m.text = appendTextOrMemo(b, text.Text)
+	m.at = len(b)
 	b = append(b, `}],"structuredContent":`...)
 	b, err = appendObservation(b, obs)
 	if err != nil {
-		return b[:head], false
+		return b[:head], memoText{}, false
 	}
 	if res.IsError {
 		b = append(b, `,"isError":true`...)
 	}
-	return append(b, "}}\n"...), true
+	return append(b, "}}\n"...), m, true
 }
 
 // appendObservation appends obs as encoding/json writes an

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,7 +80,7 @@ func TestAppendMessageMatchesEncodingJSON(t *testing.T) {
 			var idv any
 			require.NoError(t, json.Unmarshal([]byte(id), &idv))
 			resp := mcpgo.NewJSONRPCResultResponse(mcpgo.NewRequestId(idv), toolResult(obs))
-			_, direct := appendToolResponse(nil, resp.ID, resp.Result.(*mcpgo.CallToolResult))
+			_, _, direct := appendToolResponse(nil, resp.ID, resp.Result.(*mcpgo.CallToolResult))
 			assert.True(t, direct, "the tool result of %s is written directly", obs.Action)
 			got, err := appendMessage(nil, resp)
 			require.NoError(t, err)
@@ -127,3 +129,48 @@ func TestAppendToolResponseUnencodablePayload(t *testing.T) {
 }
 
 const initLine = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"fast-test","version":"1"}}}`
+
+// TestAppendMessagePartsLeavesOutRememberedText: a tool result whose text
+// the bridge remembers is written without it, and says where it goes; put
+// back there, the line is the one appendMessage writes, and holds the
+// value encoding/json gives. A text too short to be remembered is always
+// in the line.
+func TestAppendMessagePartsLeavesOutRememberedText(t *testing.T) {
+	obs := action.Observation{ActionID: "a-1", Action: "workspace_read_file", Source: action.SourceWorkspace, Status: action.StatusOK,
+		Payload: map[string]any{"path": "big.txt"}, LatencyMS: 0.5}
+	for _, c := range []struct {
+		name     string
+		text     string
+		remember bool
+	}{
+		{"long", strings.Repeat("a \"quoted\" line, é \u2028 \x01\n", 400) + t.Name(), true},
+		{"short", "a short text", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := &mcpgo.CallToolResult{Content: []mcpgo.Content{mcpgo.NewTextContent(c.text)}, StructuredContent: obs}
+			resp := mcpgo.NewJSONRPCResultResponse(mcpgo.NewRequestId("r-1"), res)
+			want, err := json.Marshal(resp)
+			require.NoError(t, err)
+			remembered := 0
+			for range 4 {
+				line, m, err := appendMessageParts([]byte("prefix"), resp)
+				require.NoError(t, err)
+				require.True(t, bytes.HasPrefix(line, []byte("prefix")))
+				if m.text != nil {
+					remembered++
+					assert.NotContains(t, string(line), `"text":"a \"quoted\"`, "the text is in the line as well")
+				}
+				whole := slices.Insert(line, m.at, m.text...)
+				direct, err := appendMessage([]byte("prefix"), resp)
+				require.NoError(t, err)
+				assert.Equal(t, string(direct), string(whole))
+				assert.Equal(t, generic(t, want), generic(t, whole[len("prefix"):]))
+			}
+			if c.remember {
+				assert.Positive(t, remembered, "a text sent again is sent from the memo")
+			} else {
+				assert.Zero(t, remembered)
+			}
+		})
+	}
+}

@@ -41,6 +41,7 @@ type inputGate struct {
 	ready   bool      // the input was readable while armed
 	cur     *handoff  // the handoff armed, nil when none
 	since   time.Time // when cur was armed
+	events  int       // events of a live registration taken, for the tests
 }
 
 // newInputGate returns a gate for in, or nil when in is not a descriptor
@@ -104,6 +105,7 @@ func (g *inputGate) readable(gen int32) {
 	if g.stopped || !g.armed || gen != g.gen {
 		return // an event of a registration removed since
 	}
+	g.events++
 	g.ready = true
 	if g.cur != nil {
 		g.watch.start(g.cur, g.since)

@@ -66,6 +66,12 @@ func watched(w *watcher) int {
 	return w.watched
 }
 
+func gateEvents(g *inputGate) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.events
+}
+
 // TestGateKeepsTheWatcherAsleepWithoutInput: calls during which nothing
 // comes never start the watcher's timer, however long they run; input
 // that comes during a call has its reading passed on, not before
@@ -240,4 +246,84 @@ func TestServeStdioGateSparesTheWatcher(t *testing.T) {
 	m = call(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"nap"}}`)
 	assert.Equal(t, "nap", m["id"])
 	endInput(t, inW, done)
+}
+
+// TestServeStdioNextCallRightAfterTheAnswer: a client sends its next call
+// the moment an answer arrives, which may be before the reader is back at
+// its reading. On a socket, the answer is written without blocking, once
+// the input's registration ended: such a call wakes no one but the reader
+// (neither the gate nor the watcher). On a pipe, where a write may block,
+// the gate stays for the write, and such a call goes to the watcher (the
+// control that shows the test can tell). The hook sends the next call
+// right after each answer is written and gives epoll time to report it.
+func TestServeStdioNextCallRightAfterTheAnswer(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		pipe  func(t *testing.T) (*os.File, *os.File)
+		check func(t *testing.T, watched, events int)
+	}{
+		{"socket pair", socketPair, func(t *testing.T, watched, events int) {
+			assert.Zero(t, watched, "calls went to the watcher")
+			assert.Zero(t, events, "calls woke the gate")
+		}},
+		{"pipe", func(t *testing.T) (*os.File, *os.File) {
+			r, w, err := os.Pipe()
+			require.NoError(t, err)
+			t.Cleanup(func() { r.Close(); w.Close() })
+			return r, w
+		}, func(t *testing.T, watched, events int) {
+			assert.Positive(t, watched, "the control: on a pipe the gate stays for the write")
+			assert.Positive(t, events, "the control: on a pipe the gate stays for the write")
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			const calls = 20
+			call := func(i int) string {
+				return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"shapes","arguments":{}}}`, 100+i)
+			}
+			transports := make(chan *stdioTransport, 1)
+			onTransport = func(t *stdioTransport) { transports <- t }
+			defer func() { onTransport = nil }()
+			// Set before ServeStdio starts, and counting answers from
+			// initialize's: answer i (0 is initialize's) is followed by
+			// call i, from 1 on (the test sends call 0).
+			var answered atomic.Int32
+			var inW *os.File
+			onAnswered = func() {
+				if i := int(answered.Add(1)) - 1; i >= 1 && i < calls {
+					_, _ = io.WriteString(inW, call(i)+"\n")
+					time.Sleep(2 * time.Millisecond)
+				}
+			}
+			defer func() { onAnswered = nil }()
+			srv, _ := fastBridge(t, "harness: {auto-approved-actions: [workspace_read_file]}\n")
+			inR, w := c.pipe(t)
+			inW = w
+			outR, outW := c.pipe(t)
+			done := make(chan error, 1)
+			go func() { done <- srv.ServeStdio(context.Background(), inR, outW); _ = outW.Close() }()
+			tr := <-transports
+			require.NotNil(t, tr.gate)
+			answers := bufio.NewScanner(outR)
+			answers.Buffer(nil, 1<<20)
+			send := func(line string) {
+				_, err := io.WriteString(inW, line+"\n")
+				require.NoError(t, err)
+			}
+			send(initLine)
+			require.True(t, answers.Scan())
+			send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+			watchedBefore, eventsBefore := watched(&tr.watch), gateEvents(tr.gate)
+			send(call(0))
+			for i := 0; i < calls; i++ {
+				require.True(t, answers.Scan(), "no answer %d", i)
+				var m map[string]any
+				require.NoError(t, json.Unmarshal(answers.Bytes(), &m))
+				assert.Equal(t, float64(100+i), m["id"])
+			}
+			c.check(t, watched(&tr.watch)-watchedBefore, gateEvents(tr.gate)-eventsBefore)
+			endInput(t, inW, done)
+		})
+	}
 }

@@ -1,8 +1,10 @@
 package bridge
 
 import (
+	"errors"
 	"io"
 	"os"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -34,4 +36,60 @@ func growOutputBuffer(out io.Writer) {
 	case fi.Mode()&os.ModeSocket != 0:
 		_ = unix.SetsockoptInt(int(f.Fd()), unix.SOL_SOCKET, unix.SO_SNDBUF, stdioBufferBytes)
 	}
+}
+
+// outputConn returns the descriptor of out when it is an *os.File, and
+// whether it is a socket.
+func outputConn(out io.Writer) (syscall.RawConn, bool) {
+	f, ok := out.(*os.File)
+	if !ok {
+		return nil, false
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, false
+	}
+	fi, err := f.Stat()
+	return rc, err == nil && fi.Mode()&os.ModeSocket != 0
+}
+
+// sendNoWait writes what of parts the socket takes without blocking, and
+// returns the rest: everything after an error too (SIGPIPE is not raised
+// here), for the caller to write as it would have.
+func sendNoWait(rc syscall.RawConn, parts [][]byte) [][]byte {
+	_ = rc.Write(func(fd uintptr) bool {
+		for len(parts) > 0 {
+			n, err := unix.SendmsgBuffers(int(fd), parts, nil, nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if err != nil || n == 0 {
+				break
+			}
+			parts = consumed(parts, n)
+		}
+		return true
+	})
+	return parts
+}
+
+// writeParts writes parts with writev, blocking as the descriptor does,
+// and returns what it could not write: the rest after an error, or once
+// the descriptor would block (a non-blocking one), for the caller to
+// write as it would have.
+func writeParts(rc syscall.RawConn, parts [][]byte) [][]byte {
+	_ = rc.Write(func(fd uintptr) bool {
+		for len(parts) > 0 {
+			n, err := unix.Writev(int(fd), parts)
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if err != nil || n == 0 {
+				break
+			}
+			parts = consumed(parts, n)
+		}
+		return true
+	})
+	return parts
 }

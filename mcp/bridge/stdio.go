@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/harness-runtime/harness/internal/tune"
@@ -269,14 +271,14 @@ func (t *stdioTransport) route(ctx context.Context, line []byte) (envelope, mess
 	switch {
 	case kind == kindInvalid:
 		t.write(mcpgo.JSONRPCError{JSONRPC: mcpgo.JSONRPC_VERSION, ID: mcpgo.NewRequestId(nil),
-			Error: mcpgo.NewJSONRPCErrorDetails(mcpgo.PARSE_ERROR, "Parse error", nil)})
+			Error: mcpgo.NewJSONRPCErrorDetails(mcpgo.PARSE_ERROR, "Parse error", nil)}, nil)
 	case (m.Result != nil || m.Error != nil) && t.sess.answer(line):
 		// mcp-go's own stdio server routes answers by id whatever the
 		// method: so does this one, so that a client sees the same answers.
 		return m, kindResponse
 	case kind != kindRequest:
 		if resp := t.handle(ctx, line); resp != nil {
-			t.write(resp)
+			t.write(resp, nil)
 		}
 	}
 	return m, kind
@@ -314,18 +316,31 @@ func (t *stdioTransport) serve(ctx context.Context, line []byte, _ envelope, h *
 	switch {
 	case resp == nil:
 	case !kept:
-		t.write(resp)
+		t.write(resp, nil)
 	default:
 		// Still the reader: a write that blocks on a client that stopped
 		// reading must not stop the reading too (the end of the input is
-		// how the bridge learns that the client went away).
+		// how the bridge learns that the client went away), so the write's
+		// own handoff is armed before it may block. On a socket, which
+		// takes what it has room for without blocking, the input's
+		// registration ends first, as before a read: the next call, sent
+		// as soon as this answer arrives, then wakes only the reader.
 		w := &handoff{pass: h.pass, watch: h.watch, gate: h.gate}
-		w.arm()
-		t.write(resp)
+		if t.out.socket {
+			t.gate.close()
+		}
+		t.write(resp, w.arm)
+		if onAnswered != nil {
+			onAnswered()
+		}
 		kept = w.keep()
 	}
 	return kept
 }
+
+// onAnswered, when set (by tests), runs after the reader wrote a call's
+// answer, before it ends the write's handoff.
+var onAnswered func()
 
 // handle runs the dispatcher, turning a panic into an internal error
 // response as mcp-go's own stdio server does.
@@ -346,17 +361,24 @@ func (t *stdioTransport) handle(ctx context.Context, line []byte) (resp mcpgo.JS
 	return t.srv.HandleMessage(ctx, line)
 }
 
-// write encodes msg as one line and writes it.
-func (t *stdioTransport) write(msg mcpgo.JSONRPCMessage) {
+// write encodes msg as one line and writes it, a remembered text from
+// where it is (see appendMessageParts); block, when not nil, is called
+// before the write may block (see gatedOutput.sendParts).
+func (t *stdioTransport) write(msg mcpgo.JSONRPCMessage, block func()) {
 	buf := responseBuffers.Get().(*[]byte)
-	line, err := appendMessage((*buf)[:0], msg)
+	line, m, err := appendMessageParts((*buf)[:0], msg)
 	if err != nil {
 		t.log.Error("mcp bridge: a response cannot be encoded", "err", err)
 		responseBuffers.Put(buf)
 		return
 	}
 	*buf = line
-	_ = t.out.send(line) // a client that stopped reading: nothing more to do
+	parts := [3][]byte{line}
+	n := 1
+	if m.text != nil {
+		parts, n = [3][]byte{line[:m.at], m.text, line[m.at:]}, 3
+	}
+	_ = t.out.sendParts(parts[:n], block) // a client that stopped reading: nothing more to do
 	if cap(line) <= maxPooledResponse {
 		responseBuffers.Put(buf)
 	}
@@ -368,7 +390,7 @@ func (t *stdioTransport) notify(ctx context.Context) {
 	for {
 		select {
 		case n := <-t.sess.notifications:
-			t.write(n)
+			t.write(n, nil)
 		case <-ctx.Done():
 			return
 		}
@@ -578,23 +600,46 @@ func (s *stdioSession) endInput() {
 // write already under way stays blocked in the underlying writer until
 // the client reads or its output is closed, and so does its caller.
 type gatedOutput struct {
-	w      io.Writer
+	w io.Writer
+	// raw is w's descriptor when w is an *os.File (nil otherwise): a
+	// message in parts goes out in one writev. socket tells that it is a
+	// socket, to which a write can be tried without blocking.
+	raw    syscall.RawConn
+	socket bool
 	turn   chan struct{} // holds a token while a write is under way
 	closed chan struct{}
 	once   sync.Once
 }
 
 func newGatedOutput(w io.Writer) *gatedOutput {
-	return &gatedOutput{w: w, turn: make(chan struct{}, 1), closed: make(chan struct{})}
+	raw, socket := outputConn(w)
+	return &gatedOutput{w: w, raw: raw, socket: socket, turn: make(chan struct{}, 1), closed: make(chan struct{})}
 }
 
 // send writes p whole, or fails with errOutputClosed once the output is
 // closed.
 func (g *gatedOutput) send(p []byte) error {
+	return g.sendParts([][]byte{p}, nil)
+}
+
+// sendParts writes the parts of one message, in order and whole, or fails
+// with errOutputClosed once the output is closed. block, when not nil, is
+// called once before the write may block: before waiting for another
+// write to end, and before writing what a socket did not take at once
+// (on anything but a socket, always).
+func (g *gatedOutput) sendParts(parts [][]byte, block func()) error {
 	select {
 	case g.turn <- struct{}{}:
-	case <-g.closed:
-		return errOutputClosed
+	default:
+		if block != nil {
+			block()
+			block = nil
+		}
+		select {
+		case g.turn <- struct{}{}:
+		case <-g.closed:
+			return errOutputClosed
+		}
 	}
 	defer func() { <-g.turn }()
 	select {
@@ -602,8 +647,40 @@ func (g *gatedOutput) send(p []byte) error {
 		return errOutputClosed
 	default:
 	}
+	if g.socket {
+		if parts = sendNoWait(g.raw, parts); len(parts) == 0 {
+			return nil
+		}
+	}
+	if block != nil {
+		block()
+	}
+	if g.raw != nil && len(parts) > 1 {
+		if parts = writeParts(g.raw, parts); len(parts) == 0 {
+			return nil
+		}
+	}
+	// The rest, or a failed write's, as the writer writes it (with its
+	// errors and signals).
+	p := parts[0]
+	if len(parts) > 1 {
+		p = bytes.Join(parts, nil)
+	}
 	_, err := g.w.Write(p)
 	return err
+}
+
+// consumed returns what of parts is left once n bytes of them are written.
+func consumed(parts [][]byte, n int) [][]byte {
+	for n > 0 && len(parts) > 0 {
+		if n < len(parts[0]) {
+			parts[0] = parts[0][n:]
+			return parts
+		}
+		n -= len(parts[0])
+		parts = parts[1:]
+	}
+	return parts
 }
 
 // close makes every waiting and later send fail with errOutputClosed.

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -249,8 +250,10 @@ func normalizeVolatile(v any) any {
 // pipeMaker returns the two ends of a new pipe.
 type pipeMaker func(t *testing.T) (io.ReadCloser, io.WriteCloser)
 
-// forEachPipe runs test over an io.Pipe and over a kernel pipe (whose read
-// end, unlike an io.Pipe, the transport's input gate can watch).
+// forEachPipe runs test over an io.Pipe, over a kernel pipe (whose read
+// end, unlike an io.Pipe, the transport's input gate can watch) and, where
+// the system has them, over a socket pair (what Node.js gives a child as
+// its stdio, which the transport writes to without blocking first).
 func forEachPipe(t *testing.T, test func(*testing.T, pipeMaker)) {
 	t.Run("io.Pipe", func(t *testing.T) {
 		test(t, func(*testing.T) (io.ReadCloser, io.WriteCloser) { return io.Pipe() })
@@ -263,6 +266,11 @@ func forEachPipe(t *testing.T, test func(*testing.T, pipeMaker)) {
 			return r, w
 		})
 	})
+	if socketPair != nil {
+		t.Run("socket pair", func(t *testing.T) {
+			test(t, func(t *testing.T) (io.ReadCloser, io.WriteCloser) { return socketPair(t) })
+		})
+	}
 }
 
 // endInput closes a ServeStdio's input and waits for it to return, with
@@ -403,4 +411,62 @@ func testServeStdioCancelRightAfterTheCall(t *testing.T, newPipe pipeMaker) {
 		require.Equal(t, string(action.CodeCanceled), sc["code"])
 	}
 	endInput(t, inW, done)
+}
+
+// TestServeStdioReadsALargeFileAgain: a 64 KiB file read again and again
+// comes back whole every time (from the third read on, its text goes out
+// from the bridge's memo, beside the rest of the line), and a change to
+// the file shows in the next read, over every kind of pipe.
+func TestServeStdioReadsALargeFileAgain(t *testing.T) {
+	forEachPipe(t, func(t *testing.T, newPipe pipeMaker) {
+		root := t.TempDir()
+		version := func(v int) string {
+			var b strings.Builder
+			for b.Len() < 64<<10 {
+				fmt.Fprintf(&b, "version %d: \"quoted\" \\ é \u2028 \x01\t\n", v)
+			}
+			return b.String()
+		}
+		mustWrite(t, filepath.Join(root, "big.txt"), version(1))
+		cfg := testConfig(t, "harness:\n  auto-approved-actions: [workspace_read_file]\n  workspace: {max-file-bytes: 1048576}\n")
+		cfg.Harness.Workspace.Root = root
+		h, closeFn, err := buildHarness(cfg, nil)
+		require.NoError(t, err)
+		t.Cleanup(closeFn)
+		srv, err := NewServer(h, cfg, WithLogger(quietLogger()))
+		require.NoError(t, err)
+
+		inR, inW := newPipe(t)
+		outR, outW := newPipe(t)
+		done := make(chan error, 1)
+		go func() { done <- srv.ServeStdio(context.Background(), inR, outW); _ = outW.Close() }()
+		answers := bufio.NewScanner(outR)
+		answers.Buffer(nil, 1<<20)
+		call := func(line string) map[string]any {
+			_, err := io.WriteString(inW, line+"\n")
+			require.NoError(t, err)
+			require.True(t, answers.Scan(), "no answer")
+			var m map[string]any
+			require.NoError(t, json.Unmarshal(answers.Bytes(), &m), "%.200s", answers.Bytes())
+			return m
+		}
+		call(initLine)
+		_, err = io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+		require.NoError(t, err)
+		want := version(1)
+		for i := range 10 {
+			if i == 6 {
+				want = version(2)
+				mustWrite(t, filepath.Join(root, "big.txt"), want)
+			}
+			m := call(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"workspace_read_file","arguments":{"path":"big.txt"}}}`, i))
+			require.Equal(t, float64(i), m["id"])
+			res := m["result"].(map[string]any)
+			require.Nil(t, res["isError"], "read %d: %v", i, res["structuredContent"])
+			text := res["content"].([]any)[0].(map[string]any)["text"].(string)
+			require.Equal(t, want, text, "read %d", i)
+			assert.Equal(t, "ok", res["structuredContent"].(map[string]any)["status"])
+		}
+		endInput(t, inW, done)
+	})
 }

@@ -35,8 +35,17 @@ type encodedText struct {
 
 // appendText appends s as a JSON string, as action.AppendJSONString does.
 func appendText(b []byte, s string) []byte {
+	b, memo := appendTextOrMemo(b, s)
+	return append(b, memo...)
+}
+
+// appendTextOrMemo appends s as a JSON string, as appendText does, unless
+// the bridge remembers that JSON: then it appends nothing and returns it.
+// Nothing writes to a remembered JSON, and an entry that goes leaves it to
+// the collector, so the caller may keep it as long as it needs it.
+func appendTextOrMemo(b []byte, s string) ([]byte, []byte) {
 	if len(s) < memoTextMin || len(s) > memoTextMax {
-		return action.AppendJSONString(b, s)
+		return action.AppendJSONString(b, s), nil
 	}
 	m := &encodedTexts
 	p := unsafe.StringData(s)
@@ -49,7 +58,7 @@ func appendText(b []byte, s string) []byte {
 		if e.json != nil {
 			j := e.json
 			m.mu.Unlock()
-			return append(b, j...)
+			return b, j
 		}
 		m.mu.Unlock()
 		start := len(b)
@@ -60,10 +69,10 @@ func appendText(b []byte, s string) []byte {
 			e.json = enc
 		}
 		m.mu.Unlock()
-		return b
+		return b, nil
 	}
 	m.e[m.next] = encodedText{s: s}
 	m.next = (m.next + 1) % memoTextEntries
 	m.mu.Unlock()
-	return action.AppendJSONString(b, s)
+	return action.AppendJSONString(b, s), nil
 }
