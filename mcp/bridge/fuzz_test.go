@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -64,6 +65,22 @@ func FuzzStdioClassification(f *testing.F) {
 		}
 		if kind == kindResponse && (m.Method != "" || (m.Result == nil && m.Error == nil)) {
 			t.Fatalf("a response with a method or without a result or error: %q", line)
+		}
+	})
+}
+
+// FuzzClassifyMatchesDecoder: the transport's scan of a line's envelope
+// reads it as encoding/json does, field for field, or leaves it to
+// encoding/json.
+func FuzzClassifyMatchesDecoder(f *testing.F) {
+	for _, c := range classifyCases {
+		f.Add(c.line)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		gotM, gotK := classify([]byte(line))
+		wantM, wantK := classifyDecoded([]byte(line))
+		if gotK != wantK || !reflect.DeepEqual(gotM, wantM) {
+			t.Fatalf("%q: scanned as %v %+v, decoded as %v %+v", line, gotK, gotM, wantK, wantM)
 		}
 	})
 }

@@ -222,46 +222,6 @@ func (t *stdioTransport) follower(ctx context.Context, r *bufio.Reader, end chan
 	}
 }
 
-// envelope is what the transport reads of a message to route it.
-type envelope struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Result json.RawMessage `json:"result"`
-	Error  json.RawMessage `json:"error"`
-}
-
-// messageKind is how the transport treats a message.
-type messageKind int
-
-const (
-	kindOther    messageKind = iota // a notification, or anything else the dispatcher answers at once
-	kindRequest                     // a method and an id: served on its own goroutine
-	kindResponse                    // an id and a result or an error, no method: an answer to the bridge
-	kindInvalid                     // not JSON: a parse error
-)
-
-// classify reads the envelope of one line. JSON that is not a message
-// object (a batch, say) is kindOther: the dispatcher answers it with the
-// error it answers everywhere.
-func classify(line []byte) (envelope, messageKind) {
-	var m envelope
-	if err := json.Unmarshal(line, &m); err != nil {
-		var syntax *json.SyntaxError
-		if errors.As(err, &syntax) {
-			return envelope{}, kindInvalid
-		}
-		return envelope{}, kindOther
-	}
-	hasID := len(m.ID) > 0 && string(m.ID) != "null"
-	switch {
-	case m.Method != "" && hasID:
-		return m, kindRequest
-	case m.Method == "" && hasID && (m.Result != nil || m.Error != nil):
-		return m, kindResponse
-	}
-	return m, kindOther
-}
-
 // route answers what needs no request slot: a parse error here, an
 // answer to an elicitation of the bridge by the call waiting for it, and
 // anything but a request by the dispatcher, in order. It returns the
