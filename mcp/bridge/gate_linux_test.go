@@ -214,16 +214,7 @@ func TestServeStdioGateSparesTheWatcher(t *testing.T) {
 	tr := <-transports
 	require.NotNil(t, tr.gate, "no gate on a kernel pipe")
 
-	answers := bufio.NewScanner(outR)
-	answers.Buffer(nil, 1<<20)
-	call := func(line string) map[string]any {
-		_, err := io.WriteString(inW, line+"\n")
-		require.NoError(t, err)
-		require.True(t, answers.Scan(), "no answer")
-		var m map[string]any
-		require.NoError(t, json.Unmarshal(answers.Bytes(), &m))
-		return m
-	}
+	call := caller(t, inW, outR)
 	call(initLine)
 	_, err = io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
 	require.NoError(t, err)

@@ -57,20 +57,9 @@ func outputConn(out io.Writer) (syscall.RawConn, bool) {
 // returns the rest: everything after an error too (SIGPIPE is not raised
 // here), for the caller to write as it would have.
 func sendNoWait(rc syscall.RawConn, parts [][]byte) [][]byte {
-	_ = rc.Write(func(fd uintptr) bool {
-		for len(parts) > 0 {
-			n, err := unix.SendmsgBuffers(int(fd), parts, nil, nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
-			if err != nil || n == 0 {
-				break
-			}
-			parts = consumed(parts, n)
-		}
-		return true
+	return writeVec(rc, parts, func(fd int, p [][]byte) (int, error) {
+		return unix.SendmsgBuffers(fd, p, nil, nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
 	})
-	return parts
 }
 
 // writeParts writes parts with writev, blocking as the descriptor does,
@@ -78,9 +67,16 @@ func sendNoWait(rc syscall.RawConn, parts [][]byte) [][]byte {
 // the descriptor would block (a non-blocking one), for the caller to
 // write as it would have.
 func writeParts(rc syscall.RawConn, parts [][]byte) [][]byte {
+	return writeVec(rc, parts, unix.Writev)
+}
+
+// writeVec writes parts to rc's descriptor with write, again after a
+// partial write or an interruption, and returns what is left when all is
+// written or write fails.
+func writeVec(rc syscall.RawConn, parts [][]byte, write func(fd int, p [][]byte) (int, error)) [][]byte {
 	_ = rc.Write(func(fd uintptr) bool {
 		for len(parts) > 0 {
-			n, err := unix.Writev(int(fd), parts)
+			n, err := write(int(fd), parts)
 			if errors.Is(err, unix.EINTR) {
 				continue
 			}

@@ -273,6 +273,22 @@ func forEachPipe(t *testing.T, test func(*testing.T, pipeMaker)) {
 	}
 }
 
+// caller returns a function that writes a line to a ServeStdio's input
+// and returns the next line of its output, decoded.
+func caller(t *testing.T, in io.Writer, out io.Reader) func(line string) map[string]any {
+	answers := bufio.NewScanner(out)
+	answers.Buffer(nil, 1<<20)
+	return func(line string) map[string]any {
+		t.Helper()
+		_, err := io.WriteString(in, line+"\n")
+		require.NoError(t, err)
+		require.True(t, answers.Scan(), "no answer")
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(answers.Bytes(), &m), "%.200s", answers.Bytes())
+		return m
+	}
+}
+
 // endInput closes a ServeStdio's input and waits for it to return, with
 // no error, on done.
 func endInput(t *testing.T, inW io.Closer, done <-chan error) {
@@ -440,16 +456,7 @@ func TestServeStdioReadsALargeFileAgain(t *testing.T) {
 		outR, outW := newPipe(t)
 		done := make(chan error, 1)
 		go func() { done <- srv.ServeStdio(context.Background(), inR, outW); _ = outW.Close() }()
-		answers := bufio.NewScanner(outR)
-		answers.Buffer(nil, 1<<20)
-		call := func(line string) map[string]any {
-			_, err := io.WriteString(inW, line+"\n")
-			require.NoError(t, err)
-			require.True(t, answers.Scan(), "no answer")
-			var m map[string]any
-			require.NoError(t, json.Unmarshal(answers.Bytes(), &m), "%.200s", answers.Bytes())
-			return m
-		}
+		call := caller(t, inW, outR)
 		call(initLine)
 		_, err = io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
 		require.NoError(t, err)
