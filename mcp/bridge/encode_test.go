@@ -23,8 +23,14 @@ import (
 // or its context.
 func fastBridge(t *testing.T, yaml string) (*Server, *events) {
 	t.Helper()
+	return fastBridgeAt(t, yaml, workspaceRoot(t))
+}
+
+// fastBridgeAt is fastBridge over the workspace root.
+func fastBridgeAt(t *testing.T, yaml, root string) (*Server, *events) {
+	t.Helper()
 	cfg := testConfig(t, yaml)
-	cfg.Harness.Workspace.Root = workspaceRoot(t)
+	cfg.Harness.Workspace.Root = root
 	evs := &events{}
 	h, closeFn, err := buildHarness(cfg, evs)
 	require.NoError(t, err)

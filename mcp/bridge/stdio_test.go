@@ -477,3 +477,55 @@ func TestServeStdioReadsALargeFileAgain(t *testing.T) {
 		endInput(t, inW, done)
 	})
 }
+
+// TestServeStdioReadsOnWhileAnAnswerWaits: an answer larger than what the
+// output holds (a 3 MiB file) waits, part written, for the client to read
+// it; meanwhile the bridge still reads its input, so that a call sent then
+// starts, and its cancellation is seen. Then every answer arrives, whole.
+// Over every kind of pipe: on a socket the answer is first written without
+// blocking, and its wait begins part way.
+func TestServeStdioReadsOnWhileAnAnswerWaits(t *testing.T) {
+	forEachPipe(t, func(t *testing.T, newPipe pipeMaker) {
+		root := t.TempDir()
+		big := strings.Repeat("a line of the big file, \"quoted\"\n", 3<<20/33)
+		mustWrite(t, filepath.Join(root, "big.txt"), big)
+		srv, evs := fastBridgeAt(t, "harness:\n  auto-approved-actions: [workspace_read_file]\n  workspace: {max-file-bytes: 8388608}\n", root)
+		inR, inW := newPipe(t)
+		outR, outW := newPipe(t)
+		done := make(chan error, 1)
+		go func() { done <- srv.ServeStdio(context.Background(), inR, outW); _ = outW.Close() }()
+		send := func(line string) {
+			_, err := io.WriteString(inW, line+"\n")
+			require.NoError(t, err)
+		}
+		out := bufio.NewReader(outR)
+		answer := func() map[string]any {
+			line, err := out.ReadBytes('\n')
+			require.NoError(t, err)
+			var m map[string]any
+			require.NoError(t, json.Unmarshal(line, &m), "%.200s", line)
+			return m
+		}
+		send(initLine)
+		answer()
+		send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		send(`{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{"name":"workspace_read_file","arguments":{"path":"big.txt"}}}`)
+		_, err := out.Peek(1) // the big answer's write has begun, and waits
+		require.NoError(t, err)
+		send(`{"jsonrpc":"2.0","id":"nap","method":"tools/call","params":{"name":"nap","arguments":{}}}`)
+		waitFor(t, "the nap started while the big answer waits", func() bool { return len(evs.Types("nap")) > 0 })
+		send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"nap"}}`)
+		send(`{"jsonrpc":"2.0","id":"last","method":"ping"}`)
+
+		m := answer()
+		require.Equal(t, "big", m["id"])
+		text := m["result"].(map[string]any)["content"].([]any)[0].(map[string]any)["text"]
+		require.Equal(t, big, text)
+		got := map[string]bool{}
+		for len(got) < 2 {
+			got[fmt.Sprint(answer()["id"])] = true
+		}
+		assert.Equal(t, map[string]bool{"nap": true, "last": true}, got, "the cancelled nap and the ping answered")
+		endInput(t, inW, done)
+	})
+}
