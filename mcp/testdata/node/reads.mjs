@@ -1,0 +1,71 @@
+// reads.mjs starts `harness mcp` on a workspace holding a 64 KiB file (the
+// one bench.mjs reads) and has it answer N reads of it, one at a time,
+// over the stdio Node.js gives a child (a socket pair), without the SDK.
+// It is for counting what a read costs the server under a tool that
+// wraps the process, such as cachegrind: run it for two counts and take
+// the difference, so that start-up falls out.
+//
+// Usage: node reads.mjs --harness PATH --reads N [-- WRAPPER ARGS...]
+// For example, per read, with the difference of N = 600 and N = 100 over
+// 500:
+//   node reads.mjs --harness bin/harness --reads 600 -- env GOMAXPROCS=1 GOGC=off \
+//     valgrind --tool=cachegrind --cache-sim=yes --cachegrind-out-file=cg.600
+import { spawn } from 'node:child_process';
+import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+
+const argv = process.argv.slice(2);
+const dash = argv.indexOf('--');
+const wrapper = dash >= 0 ? argv.slice(dash + 1) : [];
+const opts = Object.fromEntries((dash >= 0 ? argv.slice(0, dash) : argv).reduce((acc, a, i, all) => {
+  if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1]]);
+  return acc;
+}, []));
+const reads = Number(opts.reads);
+if (!opts.harness || !(reads > 0)) {
+  console.error('usage: node reads.mjs --harness PATH --reads N [-- WRAPPER ARGS...]');
+  process.exit(2);
+}
+
+const work = mkdtempSync(join(tmpdir(), 'harness-mcp-reads-'));
+const root = join(work, 'root');
+mkdirSync(root);
+writeFileSync(join(root, 'big.txt'), ('x'.repeat(63) + '\n').repeat(1024));
+const config = join(work, 'harness.yaml');
+writeFileSync(config, `harness:
+  auto-approved-actions: [workspace_read_file]
+  workspace:
+    max-file-bytes: 1048576
+  audit:
+    path: ${join(work, 'audit.jsonl')}
+  sanitize:
+    key-path: ${join(work, 'hmac.key')}
+`);
+const command = [...wrapper, opts.harness, 'mcp', '--config', config, '--root', root];
+const child = spawn(command[0], command.slice(1), { stdio: ['pipe', 'pipe', 'inherit'] });
+const lines = createInterface({ input: child.stdout, crlfDelay: Infinity })[Symbol.asyncIterator]();
+async function call(id, method, params) {
+  child.stdin.write(JSON.stringify({ jsonrpc: '2.0', id, method, params }) + '\n');
+  const { value, done } = await lines.next();
+  if (done) throw new Error('harness mcp ended');
+  const msg = JSON.parse(value);
+  if (msg.id !== id || msg.error || msg.result?.isError) throw new Error(`bad answer: ${value.slice(0, 300)}`);
+  return msg.result;
+}
+
+try {
+  await call(0, 'initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'reads', version: '1' } });
+  child.stdin.write(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) + '\n');
+  const t0 = performance.now();
+  for (let i = 1; i <= reads; i++) {
+    const res = await call(i, 'tools/call', { name: 'workspace_read_file', arguments: { path: 'big.txt' } });
+    if (res.content[0].text.length !== 65536) throw new Error('short read');
+  }
+  console.log(`${reads} reads in ${(performance.now() - t0).toFixed(0)} ms`);
+  child.stdin.end();
+  await new Promise((resolve) => child.on('exit', resolve));
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
