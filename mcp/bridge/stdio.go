@@ -281,14 +281,8 @@ func (t *stdioTransport) serve(ctx context.Context, line []byte, _ envelope, h *
 		// Still the reader: a write that blocks on a client that stopped
 		// reading must not stop the reading too (the end of the input is
 		// how the bridge learns that the client went away), so the write's
-		// own handoff is armed before it may block. On a socket, which
-		// takes what it has room for without blocking, the input's
-		// registration ends first, as before a read: the next call, sent
-		// as soon as this answer arrives, then wakes only the reader.
+		// own handoff is armed before it may block.
 		w := &handoff{pass: h.pass, watch: h.watch, gate: h.gate}
-		if t.out.socket {
-			t.gate.close()
-		}
 		t.write(resp, w.arm)
 		if onAnswered != nil {
 			onAnswered()
@@ -323,7 +317,11 @@ func (t *stdioTransport) handle(ctx context.Context, line []byte) (resp mcpgo.JS
 
 // write encodes msg as one line and writes it, a remembered text from
 // where it is (see appendMessageParts); block, when not nil, is called
-// before the write may block (see gatedOutput.sendParts).
+// before the write may block (see gatedOutput.sendParts). The reader
+// writing its own answer passes block: on a socket, which takes what it
+// has room for without blocking, the input's registration then ends
+// before the write, as before a read, so that a next call sent the
+// moment the answer arrives wakes only the reader.
 func (t *stdioTransport) write(msg mcpgo.JSONRPCMessage, block func()) {
 	buf := responseBuffers.Get().(*[]byte)
 	line, m, err := appendMessageParts((*buf)[:0], msg)
@@ -333,6 +331,9 @@ func (t *stdioTransport) write(msg mcpgo.JSONRPCMessage, block func()) {
 		return
 	}
 	*buf = line
+	if block != nil && t.out.socket {
+		t.gate.close()
+	}
 	parts := [3][]byte{line}
 	n := 1
 	if m.text != nil {
