@@ -45,6 +45,15 @@ func (h *handoff) arm() {
 	}
 }
 
+// hold stops h's watch and its gate's registration of the input, without
+// ending h: arm starts them again.
+func (h *handoff) hold() {
+	h.watch.end(h)
+	if h.gate != nil {
+		h.gate.close()
+	}
+}
+
 // keep ends the handoff; it reports whether the reading was kept (not
 // passed on before).
 func (h *handoff) keep() bool {

@@ -278,12 +278,13 @@ func (t *stdioTransport) serve(ctx context.Context, line []byte, _ envelope, h *
 	case !kept:
 		t.write(resp, nil)
 	default:
-		// Still the reader: a write that blocks on a client that stopped
-		// reading must not stop the reading too (the end of the input is
-		// how the bridge learns that the client went away), so the write's
-		// own handoff is armed before it may block.
+		// Still the reader: the answer's encoding and a write that blocks
+		// on a client that stopped reading must not stop the reading too
+		// (the end of the input is how the bridge learns that the client
+		// went away), so they have a handoff of their own.
 		w := &handoff{pass: h.pass, watch: h.watch, gate: h.gate}
-		t.write(resp, w.arm)
+		w.arm()
+		t.write(resp, w)
 		if onAnswered != nil {
 			onAnswered()
 		}
@@ -316,13 +317,14 @@ func (t *stdioTransport) handle(ctx context.Context, line []byte) (resp mcpgo.JS
 }
 
 // write encodes msg as one line and writes it, a remembered text from
-// where it is (see appendMessageParts); block, when not nil, is called
-// before the write may block (see gatedOutput.sendParts). The reader
-// writing its own answer passes block: on a socket, which takes what it
-// has room for without blocking, the input's registration then ends
-// before the write, as before a read, so that a next call sent the
-// moment the answer arrives wakes only the reader.
-func (t *stdioTransport) write(msg mcpgo.JSONRPCMessage, block func()) {
+// where it is (see appendMessageParts). The reader writing its own answer
+// passes the handoff it armed for it, w (nil otherwise). On a socket,
+// which takes what it has room for without blocking, w is held once the
+// answer is encoded (no watch, no registration of the input, as before a
+// read), so that a next call sent the moment the answer arrives wakes
+// only the reader; it is armed again before the write may block (see
+// gatedOutput.sendParts).
+func (t *stdioTransport) write(msg mcpgo.JSONRPCMessage, w *handoff) {
 	buf := responseBuffers.Get().(*[]byte)
 	line, m, err := appendMessageParts((*buf)[:0], msg)
 	if err != nil {
@@ -331,8 +333,10 @@ func (t *stdioTransport) write(msg mcpgo.JSONRPCMessage, block func()) {
 		return
 	}
 	*buf = line
-	if block != nil && t.out.socket {
-		t.gate.close()
+	var block func()
+	if w != nil && t.out.socket {
+		w.hold()
+		block = w.arm
 	}
 	parts := [3][]byte{line}
 	n := 1
