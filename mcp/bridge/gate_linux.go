@@ -154,6 +154,25 @@ func (g *inputGate) close() {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.unregister()
+}
+
+// drop is close, if h is the handoff armed: a reader that passed the
+// reading on leaves the registration to the next reader, which may have
+// armed a call of its own since.
+func (g *inputGate) drop(h *handoff) {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cur == h {
+		g.unregister()
+	}
+}
+
+// unregister removes the input's registration. The caller holds mu.
+func (g *inputGate) unregister() {
 	if g.armed && !g.stopped {
 		_ = unix.EpollCtl(g.epfd, unix.EPOLL_CTL_DEL, g.fd, nil)
 	}

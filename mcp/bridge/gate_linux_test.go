@@ -163,6 +163,38 @@ func TestGateIgnoresWhatCameBeforeClose(t *testing.T) {
 	}
 }
 
+// TestHandoffHold: a held handoff has no registration, so input that
+// comes then passes nothing on; armed again, it finds that input waiting.
+// A handoff that was passed on holds nothing: the registration a next
+// reader armed for its own call stays, and input still passes that call's
+// reading on.
+func TestHandoffHold(t *testing.T) {
+	g, watch, in := gatePipe(t)
+	w, passed := gatedCall(watch, g)
+	w.arm()
+	w.hold()
+	input(t, in)
+	time.Sleep(5 * handoffDelay)
+	if passed.Load() != 0 || isReady(g) {
+		t.Fatal("input reached a held handoff")
+	}
+	w.arm()
+	waitFor(t, "the handoff armed again passed on", func() bool { return passed.Load() != 0 })
+	g.close()
+
+	g, watch, in = gatePipe(t)
+	old, _ := gatedCall(watch, g)
+	old.arm()
+	old.fire() // passed on: the gate is the next reader's
+	g.close()
+	next, passed := gatedCall(watch, g)
+	next.arm()
+	old.hold()
+	input(t, in)
+	waitFor(t, "the next reader's call passed on", func() bool { return passed.Load() != 0 })
+	g.close()
+}
+
 // TestGateOnlyForPollableInput: input epoll cannot watch gets no gate
 // (its calls go to the watcher at once); a gate stopped is inert.
 func TestGateOnlyForPollableInput(t *testing.T) {

@@ -16,4 +16,5 @@ func newInputGate(io.Reader, *watcher) *inputGate { return nil }
 func (g *inputGate) open(h *handoff) { h.watch.start(h, time.Now()) }
 func (g *inputGate) leave(*handoff)  {}
 func (g *inputGate) close()          {}
+func (g *inputGate) drop(*handoff)   {}
 func (g *inputGate) stop()           {}

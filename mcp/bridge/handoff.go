@@ -46,11 +46,12 @@ func (h *handoff) arm() {
 }
 
 // hold stops h's watch and its gate's registration of the input, without
-// ending h: arm starts them again.
+// ending h: arm starts them again. Once h has passed the reading on, the
+// gate is the next reader's, and hold leaves it alone.
 func (h *handoff) hold() {
 	h.watch.end(h)
 	if h.gate != nil {
-		h.gate.close()
+		h.gate.drop(h)
 	}
 }
 
