@@ -118,6 +118,11 @@ func (g *inputGate) open(h *handoff) {
 	now := time.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if h.done.Load() {
+		// Passed on since arm looked (done is set before the next reader
+		// is given the reading, and so before it armed anything here).
+		return
+	}
 	g.cur, g.since = h, now
 	if g.ready {
 		g.watch.start(h, now)

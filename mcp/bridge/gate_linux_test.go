@@ -165,9 +165,9 @@ func TestGateIgnoresWhatCameBeforeClose(t *testing.T) {
 
 // TestHandoffHold: a held handoff has no registration, so input that
 // comes then passes nothing on; armed again, it finds that input waiting.
-// A handoff that was passed on holds nothing: the registration a next
-// reader armed for its own call stays, and input still passes that call's
-// reading on.
+// A handoff that was passed on holds and arms nothing: the registration a
+// next reader armed for its own call stays, and input still passes that
+// call's reading on.
 func TestHandoffHold(t *testing.T) {
 	g, watch, in := gatePipe(t)
 	w, passed := gatedCall(watch, g)
@@ -190,6 +190,7 @@ func TestHandoffHold(t *testing.T) {
 	next, passed := gatedCall(watch, g)
 	next.arm()
 	old.hold()
+	old.arm() // as before a write that would block: nothing to arm
 	input(t, in)
 	waitFor(t, "the next reader's call passed on", func() bool { return passed.Load() != 0 })
 	g.close()

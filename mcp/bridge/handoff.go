@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -19,7 +20,10 @@ const watchLinger = 20 * time.Millisecond
 
 // handoff passes the reading of the input on, once, or keeps it.
 type handoff struct {
-	once  sync.Once
+	once sync.Once
+	// done is set, before pass is called, once the handoff passed the
+	// reading on or kept it: arming it again then does nothing.
+	done  atomic.Bool
 	pass  func()
 	watch *watcher
 	// gate, when set, starts the watch only once input is waiting (see
@@ -29,7 +33,10 @@ type handoff struct {
 
 func (h *handoff) fire() {
 	if h != nil {
-		h.once.Do(h.pass)
+		h.once.Do(func() {
+			h.done.Store(true)
+			h.pass()
+		})
 	}
 }
 
@@ -37,7 +44,7 @@ func (h *handoff) fire() {
 // with a gate, only if input is waiting by then (or comes later).
 func (h *handoff) arm() {
 	switch {
-	case h == nil:
+	case h == nil || h.done.Load():
 	case h.gate != nil:
 		h.gate.open(h)
 	default:
@@ -62,7 +69,10 @@ func (h *handoff) keep() bool {
 		return false
 	}
 	kept := false
-	h.once.Do(func() { kept = true })
+	h.once.Do(func() {
+		h.done.Store(true)
+		kept = true
+	})
 	h.watch.end(h)
 	if h.gate != nil {
 		h.gate.leave(h)
