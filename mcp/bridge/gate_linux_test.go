@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -237,20 +236,13 @@ func TestServeStdioGateSparesTheWatcher(t *testing.T) {
 	onTransport = func(t *stdioTransport) { transports <- t }
 	defer func() { onTransport = nil }()
 	srv, evs := fastBridge(t, "harness: {auto-approved-actions: [workspace_read_file]}\n")
-	inR, inW, err := os.Pipe()
-	require.NoError(t, err)
-	outR, outW, err := os.Pipe()
-	require.NoError(t, err)
-	defer outR.Close()
-	done := make(chan error, 1)
-	go func() { done <- srv.ServeStdio(context.Background(), inR, outW); _ = outW.Close() }()
+	inW, outR, done := serveStdio(t, srv, osPipe)
 	tr := <-transports
 	require.NotNil(t, tr.gate, "no gate on a kernel pipe")
 
-	call := caller(t, inW, outR)
+	call, send := caller(t, inW, outR), sender(t, inW)
 	call(initLine)
-	_, err = io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
-	require.NoError(t, err)
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	// The notification may come with the next call, in one read. A next
 	// call that comes before the reader is back at its reading (after its
 	// write) is input during a handoff, by design: the client pauses.
@@ -262,8 +254,7 @@ func TestServeStdioGateSparesTheWatcher(t *testing.T) {
 	}
 	assert.LessOrEqual(t, watched(&tr.watch)-before, 5, "calls made one at a time went to the watcher")
 
-	_, err = io.WriteString(inW, `{"jsonrpc":"2.0","id":"nap","method":"tools/call","params":{"name":"nap","arguments":{}}}`+"\n")
-	require.NoError(t, err)
+	send(`{"jsonrpc":"2.0","id":"nap","method":"tools/call","params":{"name":"nap","arguments":{}}}`)
 	waitFor(t, "the nap running", func() bool { return len(evs.Types("nap")) > 0 })
 	m := call(`{"jsonrpc":"2.0","id":"next","method":"tools/call","params":{"name":"shapes","arguments":{}}}`)
 	assert.Equal(t, "next", m["id"], "the next call is answered while the nap goes on")
@@ -283,19 +274,14 @@ func TestServeStdioGateSparesTheWatcher(t *testing.T) {
 func TestServeStdioNextCallRightAfterTheAnswer(t *testing.T) {
 	for _, c := range []struct {
 		name  string
-		pipe  func(t *testing.T) (*os.File, *os.File)
+		pipe  pipeMaker
 		check func(t *testing.T, watched, events int)
 	}{
-		{"socket pair", socketPair, func(t *testing.T, watched, events int) {
+		{"socket pair", func(t *testing.T) (io.ReadCloser, io.WriteCloser) { return socketPair(t) }, func(t *testing.T, watched, events int) {
 			assert.Zero(t, watched, "calls went to the watcher")
 			assert.Zero(t, events, "calls woke the gate")
 		}},
-		{"pipe", func(t *testing.T) (*os.File, *os.File) {
-			r, w, err := os.Pipe()
-			require.NoError(t, err)
-			t.Cleanup(func() { r.Close(); w.Close() })
-			return r, w
-		}, func(t *testing.T, watched, events int) {
+		{"pipe", osPipe, func(t *testing.T, watched, events int) {
 			assert.Positive(t, watched, "the control: on a pipe the gate stays for the write")
 			assert.Positive(t, events, "the control: on a pipe the gate stays for the write")
 		}},
@@ -312,7 +298,7 @@ func TestServeStdioNextCallRightAfterTheAnswer(t *testing.T) {
 			// initialize's: answer i (0 is initialize's) is followed by
 			// call i, from 1 on (the test sends call 0).
 			var answered atomic.Int32
-			var inW *os.File
+			var inW io.WriteCloser
 			onAnswered = func() {
 				if i := int(answered.Add(1)) - 1; i >= 1 && i < calls {
 					_, _ = io.WriteString(inW, call(i)+"\n")
@@ -321,19 +307,13 @@ func TestServeStdioNextCallRightAfterTheAnswer(t *testing.T) {
 			}
 			defer func() { onAnswered = nil }()
 			srv, _ := fastBridge(t, "harness: {auto-approved-actions: [workspace_read_file]}\n")
-			inR, w := c.pipe(t)
+			w, outR, done := serveStdio(t, srv, c.pipe)
 			inW = w
-			outR, outW := c.pipe(t)
-			done := make(chan error, 1)
-			go func() { done <- srv.ServeStdio(context.Background(), inR, outW); _ = outW.Close() }()
 			tr := <-transports
 			require.NotNil(t, tr.gate)
 			answers := bufio.NewScanner(outR)
 			answers.Buffer(nil, 1<<20)
-			send := func(line string) {
-				_, err := io.WriteString(inW, line+"\n")
-				require.NoError(t, err)
-			}
+			send := sender(t, inW)
 			send(initLine)
 			require.True(t, answers.Scan())
 			send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)

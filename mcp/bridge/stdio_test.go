@@ -258,18 +258,31 @@ func forEachPipe(t *testing.T, test func(*testing.T, pipeMaker)) {
 	t.Run("io.Pipe", func(t *testing.T) {
 		test(t, func(*testing.T) (io.ReadCloser, io.WriteCloser) { return io.Pipe() })
 	})
-	t.Run("os.Pipe", func(t *testing.T) {
-		test(t, func(t *testing.T) (io.ReadCloser, io.WriteCloser) {
-			r, w, err := os.Pipe()
-			require.NoError(t, err)
-			t.Cleanup(func() { r.Close(); w.Close() })
-			return r, w
-		})
-	})
+	t.Run("os.Pipe", func(t *testing.T) { test(t, osPipe) })
 	if socketPair != nil {
 		t.Run("socket pair", func(t *testing.T) {
 			test(t, func(t *testing.T) (io.ReadCloser, io.WriteCloser) { return socketPair(t) })
 		})
+	}
+}
+
+// serveStdio runs srv.ServeStdio over two new pipes of newPipe and
+// returns the client's ends, in to write to and out to read from, and the
+// channel of ServeStdio's result (see endInput).
+func serveStdio(t *testing.T, srv *Server, newPipe pipeMaker) (in io.WriteCloser, out io.Reader, done chan error) {
+	inR, inW := newPipe(t)
+	outR, outW := newPipe(t)
+	done = make(chan error, 1)
+	go func() { done <- srv.ServeStdio(context.Background(), inR, outW); _ = outW.Close() }()
+	return inW, outR, done
+}
+
+// sender returns a function that writes a line to a ServeStdio's input.
+func sender(t *testing.T, in io.Writer) func(line string) {
+	return func(line string) {
+		t.Helper()
+		_, err := io.WriteString(in, line+"\n")
+		require.NoError(t, err)
 	}
 }
 
@@ -287,6 +300,14 @@ func caller(t *testing.T, in io.Writer, out io.Reader) func(line string) map[str
 		require.NoError(t, json.Unmarshal(answers.Bytes(), &m), "%.200s", answers.Bytes())
 		return m
 	}
+}
+
+// osPipe returns the two ends of a new kernel pipe.
+func osPipe(t *testing.T) (io.ReadCloser, io.WriteCloser) {
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	t.Cleanup(func() { r.Close(); w.Close() })
+	return r, w
 }
 
 // endInput closes a ServeStdio's input and waits for it to return, with
@@ -311,14 +332,8 @@ func TestServeStdioCalls(t *testing.T) {
 
 func testServeStdioCalls(t *testing.T, newPipe pipeMaker) {
 	srv, evs := fastBridge(t, "harness: {auto-approved-actions: [workspace_read_file]}\n")
-	inR, inW := newPipe(t)
-	outR, outW := newPipe(t)
-	done := make(chan error, 1)
-	go func() { done <- srv.ServeStdio(context.Background(), inR, outW); _ = outW.Close() }()
-	send := func(line string) {
-		_, err := io.WriteString(inW, line+"\n")
-		require.NoError(t, err)
-	}
+	inW, outR, done := serveStdio(t, srv, newPipe)
+	send := sender(t, inW)
 	answers := make(chan map[string]any, 16)
 	go func() {
 		sc := bufio.NewScanner(outR)
@@ -386,10 +401,7 @@ func TestServeStdioCancelRightAfterTheCall(t *testing.T) {
 
 func testServeStdioCancelRightAfterTheCall(t *testing.T, newPipe pipeMaker) {
 	srv, _ := fastBridge(t, "harness: {}\n")
-	inR, inW := newPipe(t)
-	outR, outW := newPipe(t)
-	done := make(chan error, 1)
-	go func() { done <- srv.ServeStdio(context.Background(), inR, outW); _ = outW.Close() }()
+	inW, outR, done := serveStdio(t, srv, newPipe)
 	answers := make(chan map[string]any, 16)
 	go func() {
 		sc := bufio.NewScanner(outR)
@@ -452,10 +464,7 @@ func TestServeStdioReadsALargeFileAgain(t *testing.T) {
 		srv, err := NewServer(h, cfg, WithLogger(quietLogger()))
 		require.NoError(t, err)
 
-		inR, inW := newPipe(t)
-		outR, outW := newPipe(t)
-		done := make(chan error, 1)
-		go func() { done <- srv.ServeStdio(context.Background(), inR, outW); _ = outW.Close() }()
+		inW, outR, done := serveStdio(t, srv, newPipe)
 		call := caller(t, inW, outR)
 		call(initLine)
 		_, err = io.WriteString(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
@@ -490,14 +499,8 @@ func TestServeStdioReadsOnWhileAnAnswerWaits(t *testing.T) {
 		big := strings.Repeat("a line of the big file, \"quoted\"\n", 3<<20/33)
 		mustWrite(t, filepath.Join(root, "big.txt"), big)
 		srv, evs := fastBridgeAt(t, "harness:\n  auto-approved-actions: [workspace_read_file]\n  workspace: {max-file-bytes: 8388608}\n", root)
-		inR, inW := newPipe(t)
-		outR, outW := newPipe(t)
-		done := make(chan error, 1)
-		go func() { done <- srv.ServeStdio(context.Background(), inR, outW); _ = outW.Close() }()
-		send := func(line string) {
-			_, err := io.WriteString(inW, line+"\n")
-			require.NoError(t, err)
-		}
+		inW, outR, done := serveStdio(t, srv, newPipe)
+		send := sender(t, inW)
 		out := bufio.NewReader(outR)
 		answer := func() map[string]any {
 			line, err := out.ReadBytes('\n')
