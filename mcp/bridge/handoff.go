@@ -105,7 +105,9 @@ type watcher struct {
 func (w *watcher) start(h *handoff, armed time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.cur == h || w.stopped {
+	if w.cur == h || w.stopped || h.done.Load() {
+		// done: h passed the reading on since it was armed, and the next
+		// reader's handoff, armed after that, keeps the watch.
 		return
 	}
 	w.cur, w.since = h, armed

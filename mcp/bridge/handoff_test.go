@@ -77,3 +77,19 @@ func TestWatcherStopped(t *testing.T) {
 		t.Error("a stopped watcher passed the reading on")
 	}
 }
+
+// TestWatcherKeepsTheNextReadersHandoff: a handoff that passed the reading
+// on, armed or started on the watcher again, does not take the watch from
+// the handoff the next reader armed after it, which is still passed on.
+func TestWatcherKeepsTheNextReadersHandoff(t *testing.T) {
+	var w watcher
+	defer w.stop()
+	old, _ := watchedCall(&w)
+	old.arm()
+	old.fire()
+	next, passed := watchedCall(&w)
+	next.arm()
+	old.arm()
+	w.start(old, time.Now()) // as when arm looked just before old passed on
+	waitFor(t, "the next reader's handoff passed on", func() bool { return passed.Load() != 0 })
+}
