@@ -3,7 +3,6 @@ package bridge
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync"
 
@@ -15,7 +14,7 @@ import (
 // The encoding step of the stdio transport. encoding/json writes a tool
 // result by encoding the observation, then compacting it again at every
 // level that has its own MarshalJSON (the result, then the response), which
-// for a 64 KiB read cost more than the call itself. appendMessage writes
+// for a 64 KiB read cost more than the call itself. appendMessageParts writes
 // the tool results the bridge makes directly (the observation with
 // action.AppendCanonical, the text once) and leaves every other message,
 // and any result it does not recognise exactly, to encoding/json. The
@@ -27,15 +26,6 @@ const maxPooledResponse = 4 << 20
 
 var responseBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
 
-// appendMessage appends msg as one JSON line (with its newline).
-func appendMessage(b []byte, msg mcpgo.JSONRPCMessage) ([]byte, error) {
-	out, m, err := appendMessageParts(b, msg)
-	if err != nil || m.text == nil {
-		return out, err
-	}
-	return slices.Insert(out, m.at, m.text...), nil
-}
-
 // memoText is the place of a text left out of a line because the bridge
 // remembers its JSON (see appendTextOrMemo): text goes at offset at of
 // the line.
@@ -44,10 +34,9 @@ type memoText struct {
 	text []byte
 }
 
-// appendMessageParts appends msg as one JSON line (with its newline), as
-// appendMessage does, except that the text of a tool result whose JSON the
-// bridge remembers is left out: it goes at m.at (m.text is nil when
-// nothing was left out). The transport sends it from the memo, so that a
+// appendMessageParts appends msg as one JSON line (with its newline),
+// except that the text of a tool result whose JSON the bridge remembers is
+// left out: it goes at m.at (m.text is nil when nothing was left out). The transport sends it from the memo, so that a
 // file read again costs no copy of its text.
 func appendMessageParts(b []byte, msg mcpgo.JSONRPCMessage) (out []byte, m memoText, err error) {
 	if r, ok := msg.(mcpgo.JSONRPCResponse); ok {

@@ -112,6 +112,16 @@ func TestAppendMessageMatchesEncodingJSON(t *testing.T) {
 	})
 }
 
+// appendMessage appends msg as one whole JSON line: appendMessageParts,
+// with the remembered text put back in place.
+func appendMessage(b []byte, msg mcpgo.JSONRPCMessage) ([]byte, error) {
+	out, m, err := appendMessageParts(b, msg)
+	if err != nil || m.text == nil {
+		return out, err
+	}
+	return slices.Insert(out, m.at, m.text...), nil
+}
+
 func generic(t *testing.T, b []byte) any {
 	t.Helper()
 	var v any

@@ -16,7 +16,7 @@ const (
 // renderedListings remembers the text of the last long listings the
 // bridge rendered. A listing whose entries equal a remembered one's, field
 // by field, gets its text back: the very same string, so that the text
-// memo (appendText) gives its JSON too. The workspace answers a listing
+// memo (appendTextOrMemo) gives its JSON too. The workspace answers a listing
 // of a directory that did not change from its listing cache, with entries
 // equal to the last ones; comparing them costs a fraction of rendering
 // and escaping them again, and a listing that changed in any field is

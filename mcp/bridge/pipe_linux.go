@@ -17,40 +17,40 @@ import (
 // waking, each a context switch on both sides.
 const stdioBufferBytes = 1 << 20
 
-// growOutputBuffer enlarges the kernel buffer of out when it is a pipe
-// (F_SETPIPE_SZ) or a socket (SO_SNDBUF; Node.js gives a child's stdio
-// as a socket pair). It is best effort: the system's limits may refuse,
-// and then nothing changes.
-func growOutputBuffer(out io.Writer) {
+// outputConn returns the descriptor of out when it is an *os.File (nil
+// otherwise), and its type bits (os.ModeNamedPipe, os.ModeSocket).
+func outputConn(out io.Writer) (syscall.RawConn, os.FileMode) {
 	f, ok := out.(*os.File)
 	if !ok {
-		return
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		return
-	}
-	switch {
-	case fi.Mode()&os.ModeNamedPipe != 0:
-		_, _ = unix.FcntlInt(f.Fd(), unix.F_SETPIPE_SZ, stdioBufferBytes)
-	case fi.Mode()&os.ModeSocket != 0:
-		_ = unix.SetsockoptInt(int(f.Fd()), unix.SOL_SOCKET, unix.SO_SNDBUF, stdioBufferBytes)
-	}
-}
-
-// outputConn returns the descriptor of out when it is an *os.File, and
-// whether it is a socket.
-func outputConn(out io.Writer) (syscall.RawConn, bool) {
-	f, ok := out.(*os.File)
-	if !ok {
-		return nil, false
+		return nil, 0
 	}
 	rc, err := f.SyscallConn()
 	if err != nil {
-		return nil, false
+		return nil, 0
 	}
 	fi, err := f.Stat()
-	return rc, err == nil && fi.Mode()&os.ModeSocket != 0
+	if err != nil {
+		return rc, 0
+	}
+	return rc, fi.Mode().Type()
+}
+
+// growOutputBuffer enlarges the kernel buffer of an output that is a pipe
+// (F_SETPIPE_SZ) or a socket (SO_SNDBUF; Node.js gives a child's stdio
+// as a socket pair). It is best effort: the system's limits may refuse,
+// and then nothing changes.
+func growOutputBuffer(rc syscall.RawConn, mode os.FileMode) {
+	if rc == nil {
+		return
+	}
+	_ = rc.Control(func(fd uintptr) {
+		switch {
+		case mode&os.ModeNamedPipe != 0:
+			_, _ = unix.FcntlInt(fd, unix.F_SETPIPE_SZ, stdioBufferBytes)
+		case mode&os.ModeSocket != 0:
+			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF, stdioBufferBytes)
+		}
+	})
 }
 
 // sendNoWait writes what of parts the socket takes without blocking, and

@@ -24,7 +24,8 @@ func TestGrowOutputBuffer(t *testing.T) {
 		}
 		defer r.Close()
 		defer w.Close()
-		growOutputBuffer(w)
+		out := newGatedOutput(w)
+		growOutputBuffer(out.raw, out.mode)
 		size, err := unix.FcntlInt(w.Fd(), unix.F_GETPIPE_SZ, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -45,7 +46,8 @@ func TestGrowOutputBuffer(t *testing.T) {
 		a, b := os.NewFile(uintptr(fds[0]), "a"), os.NewFile(uintptr(fds[1]), "b")
 		defer a.Close()
 		defer b.Close()
-		growOutputBuffer(a)
+		out := newGatedOutput(a)
+		growOutputBuffer(out.raw, out.mode)
 		size, err := unix.GetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_SNDBUF)
 		if err != nil {
 			t.Fatal(err)
@@ -57,7 +59,8 @@ func TestGrowOutputBuffer(t *testing.T) {
 		}
 	})
 	t.Run("not a file", func(t *testing.T) {
-		growOutputBuffer(&bytes.Buffer{}) // nothing to do, and no panic
+		out := newGatedOutput(&bytes.Buffer{})
+		growOutputBuffer(out.raw, out.mode) // nothing to do, and no panic
 	})
 }
 

@@ -4,15 +4,16 @@ package bridge
 
 import (
 	"io"
+	"os"
 	"syscall"
 )
 
-// growOutputBuffer does nothing where buffers are not resized.
-func growOutputBuffer(io.Writer) {}
-
 // outputConn finds no descriptor here: messages go out through the
 // writer, in one piece.
-func outputConn(io.Writer) (syscall.RawConn, bool) { return nil, false }
+func outputConn(io.Writer) (syscall.RawConn, os.FileMode) { return nil, 0 }
+
+// growOutputBuffer does nothing where buffers are not resized.
+func growOutputBuffer(syscall.RawConn, os.FileMode) {}
 
 func sendNoWait(_ syscall.RawConn, parts [][]byte) [][]byte { return parts }
 

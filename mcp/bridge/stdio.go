@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -66,8 +67,8 @@ var errInputEnded = errors.New("mcp bridge: the client closed its input before a
 // one runs fails (the session is named "stdio", which events carry as
 // their session_id).
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	growOutputBuffer(out)
 	gated := newGatedOutput(out)
+	growOutputBuffer(gated.raw, gated.mode)
 	defer gated.close()
 	sess := &stdioSession{out: gated, pending: map[int64]chan elicitAnswer{}, notifications: make(chan mcpgo.JSONRPCNotification, 100)}
 	if err := s.srv.RegisterSession(ctx, sess); err != nil {
@@ -567,9 +568,10 @@ func (s *stdioSession) endInput() {
 type gatedOutput struct {
 	w io.Writer
 	// raw is w's descriptor when w is an *os.File (nil otherwise): a
-	// message in parts goes out in one writev. socket tells that it is a
-	// socket, to which a write can be tried without blocking.
+	// message in parts goes out in one writev. mode is its type; a socket
+	// can be written to without blocking.
 	raw    syscall.RawConn
+	mode   os.FileMode
 	socket bool
 	turn   chan struct{} // holds a token while a write is under way
 	closed chan struct{}
@@ -577,8 +579,8 @@ type gatedOutput struct {
 }
 
 func newGatedOutput(w io.Writer) *gatedOutput {
-	raw, socket := outputConn(w)
-	return &gatedOutput{w: w, raw: raw, socket: socket, turn: make(chan struct{}, 1), closed: make(chan struct{})}
+	raw, mode := outputConn(w)
+	return &gatedOutput{w: w, raw: raw, mode: mode, socket: mode&os.ModeSocket != 0, turn: make(chan struct{}, 1), closed: make(chan struct{})}
 }
 
 // send writes p whole, or fails with errOutputClosed once the output is

@@ -33,14 +33,9 @@ type encodedText struct {
 	json []byte // nil until the text is seen again
 }
 
-// appendText appends s as a JSON string, as action.AppendJSONString does.
-func appendText(b []byte, s string) []byte {
-	b, memo := appendTextOrMemo(b, s)
-	return append(b, memo...)
-}
-
-// appendTextOrMemo appends s as a JSON string, as appendText does, unless
-// the bridge remembers that JSON: then it appends nothing and returns it.
+// appendTextOrMemo appends s as a JSON string, as action.AppendJSONString
+// does, unless the bridge remembers that JSON: then it appends nothing and
+// returns it.
 // Nothing writes to a remembered JSON, and an entry that goes leaves it to
 // the collector, so the caller may keep it as long as it needs it.
 func appendTextOrMemo(b []byte, s string) ([]byte, []byte) {

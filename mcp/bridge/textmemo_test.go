@@ -9,6 +9,12 @@ import (
 	"github.com/harness-runtime/harness/action"
 )
 
+// appendText is appendTextOrMemo with the remembered JSON appended.
+func appendText(b []byte, s string) []byte {
+	b, memo := appendTextOrMemo(b, s)
+	return append(b, memo...)
+}
+
 // TestAppendTextIsAppendJSONString: whatever the memo holds, appendText
 // writes what action.AppendJSONString writes, and so does
 // appendTextOrMemo followed by the JSON it returns from the memo (having
