@@ -13,8 +13,10 @@ import (
 // request (its phase, its schema, what the governance step reserved) and
 // the observation, before the post_action event is emitted and the caller
 // gets the observation: it may change the observation (redact it) and
-// count it (policy.Governor). It runs on every action, so it must be quick;
-// it must not keep obs.
+// count it (policy.Governor). It changes a payload by replacing its values,
+// never by writing into one: a value may be shared with later calls (see
+// action.WithReadOnlyPayload). It runs on every action, so it must be
+// quick; it must not keep obs.
 type Observer interface {
 	Observe(ctx context.Context, req *policy.Request, obs *action.Observation)
 }

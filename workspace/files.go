@@ -206,7 +206,7 @@ func (w *Workspace) listFiles(ctx context.Context, in map[string]any) (map[strin
 		// of watched directories; anything it does not (a symlink on the
 		// way, another file system, an error) is read below.
 		if es, ok := w.lists.list(rel, details); ok {
-			return l.copied(rel, es)
+			return l.cached(rel, es, action.ReadOnlyPayload(ctx))
 		}
 	}
 	dir, err := w.root.OpenRoot(rel)
@@ -240,17 +240,24 @@ func (l *lister) payload(rel string) map[string]any {
 	return map[string]any{"path": rel, "entries": entries, "truncated": l.truncated}
 }
 
-// copied is the payload of a listing of the directory at rel, not
-// recursive, whose entries (sorted by name, from the listing cache) are
-// es: a copy of its own, so that nothing done to one listing's entries
-// reaches another's.
-func (l *lister) copied(rel string, es action.Entries) (map[string]any, error) {
+// cached is the payload of a listing of the directory at rel, not
+// recursive, whose entries (sorted by name) are es, from the listing
+// cache. The cache never changes es: a caller that only reads its payload
+// (shared: see action.WithReadOnlyPayload) gets es itself, capped so that
+// an append cannot reach the cache's array; any other caller gets a copy
+// of its own, so that nothing it does to its entries reaches another
+// listing's.
+func (l *lister) cached(rel string, es action.Entries, shared bool) (map[string]any, error) {
 	if err := l.ctx.Err(); err != nil {
 		return nil, action.Errorf(action.CodeTimeout, "listing %s: %v", quote(rel), err)
 	}
 	fit := min(len(es), l.max)
-	l.entries = make(action.Entries, fit)
-	copy(l.entries, es)
+	if shared {
+		l.entries = es[:fit:fit]
+	} else {
+		l.entries = make(action.Entries, fit)
+		copy(l.entries, es)
+	}
 	l.truncated = fit < len(es)
 	return l.payload(rel), nil
 }

@@ -219,7 +219,8 @@ func (c *listCache) fill(rel string, details bool) (action.Entries, bool) {
 		d = &cachedDir{}
 		c.dirs[rel] = d
 	}
-	// Built once here; each listing gets a copy of its own.
+	// Built once here and never changed: each listing gets a copy of
+	// its own, or these entries themselves (lister.cached).
 	es := make(action.Entries, len(ents))
 	for i, p := range childPaths(rel, ents) {
 		es[i] = entryOf(p, ents[i])

@@ -218,7 +218,15 @@ func TestListCacheMatchesRandomChanges(t *testing.T) {
 		}
 		d := dirs[rng.IntN(len(dirs))]
 		details := rng.IntN(2) == 0
-		require.Equal(t, lcList(t, fresh, d, details), lcList(t, cached, d, details), "step %d: %s details=%v", step, d, details)
+		ctx := context.Background()
+		if rng.IntN(2) == 0 {
+			ctx = action.WithReadOnlyPayload(ctx) // the cache's own entries
+		}
+		got, err := cached.Run(ctx, action.Action{Name: "workspace_list_files", Input: map[string]any{"path": d, "details": details}})
+		if err != nil {
+			got = map[string]any{"error": err.Error()}
+		}
+		require.Equal(t, lcList(t, fresh, d, details), got, "step %d: %s details=%v", step, d, details)
 	}
 	require.NotZero(t, lcHits(cached), "some listings were answered from the cache")
 }
@@ -259,4 +267,49 @@ func lcSh(t *testing.T, dir, script string) {
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
+}
+
+// TestListCacheSharesEntriesOnlyWithReadOnlyCallers: a caller that only
+// reads its payload (action.WithReadOnlyPayload) gets the cache's own
+// entries, the same each time and capped at their length, so that an
+// append makes a copy; any other caller gets a copy of its own, and what
+// it does to it reaches no later listing. Both see every change.
+func TestListCacheSharesEntriesOnlyWithReadOnlyCallers(t *testing.T) {
+	root := t.TempDir()
+	for i := range 10 {
+		lcWrite(t, filepath.Join(root, "many", fmt.Sprintf("f%d", i)), "x")
+	}
+	cached, fresh := listPair(t, root)
+	ro := action.WithReadOnlyPayload(context.Background())
+	list := func(ctx context.Context, in map[string]any) action.Entries {
+		t.Helper()
+		p, err := cached.Run(ctx, action.Action{Name: "workspace_list_files", Input: in})
+		require.NoError(t, err)
+		return p["entries"].(action.Entries)
+	}
+	many := map[string]any{"path": "many"}
+	want := lcList(t, fresh, "many", false)["entries"]
+	list(ro, many) // fills the cache
+	hits := lcHits(cached)
+	a, b := list(ro, many), list(ro, many)
+	require.Equal(t, hits+2, lcHits(cached))
+	require.Equal(t, want, a)
+	assert.Same(t, &a[0], &b[0], "read-only callers share the cache's entries")
+	assert.Equal(t, len(a), cap(a), "shared entries are capped at their length")
+
+	c, d := list(context.Background(), many), list(context.Background(), many)
+	require.Equal(t, want, c)
+	assert.NotSame(t, &c[0], &d[0], "each other caller gets a copy of its own")
+	assert.NotSame(t, &c[0], &a[0])
+	c[0].Path, c[1].Type = "many/changed", "dir"
+	_ = append(a, action.Entry{Path: "many/appended"})
+	require.Equal(t, want, list(ro, many), "a caller's changes and appends reach no later listing")
+	require.Equal(t, want, list(context.Background(), many))
+
+	two := list(ro, map[string]any{"path": "many", "max_entries": 2})
+	require.Equal(t, want.(action.Entries)[:2], two)
+	assert.Equal(t, 2, cap(two))
+
+	lcWrite(t, filepath.Join(root, "many", "g"), "y")
+	require.Equal(t, lcList(t, fresh, "many", false)["entries"], list(ro, many), "a change is seen by read-only callers too")
 }

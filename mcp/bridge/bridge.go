@@ -240,7 +240,9 @@ func (s *Server) needsConfirmation(name string) bool {
 // action needs no trust or is auto-approved, otherwise to the guard's
 // trust_required, with a message saying how to allow it over MCP.
 func (s *Server) run(ctx context.Context, a action.Action) action.Observation {
-	ctx = runtime.WithPrincipal(ctx, s.principal)
+	// The bridge only renders and encodes a payload (toolResult), so a
+	// runtime may hand it values it shares with later calls.
+	ctx = action.WithReadOnlyPayload(runtime.WithPrincipal(ctx, s.principal))
 	obs := s.h.Execute(ctx, a)
 	if obs.Code == action.CodeTrustRequired {
 		if sc, ok := s.h.Registry().Lookup(a.Name); ok && sc.Trusted && !s.h.Guard().AutoApproved(a.Name) {
@@ -268,21 +270,29 @@ func (s *Server) blocked(a action.Action, d policy.Decision) action.Observation 
 // which is not sent twice. The observation goes into the result as a
 // value, so that the transport encodes it once; a payload that JSON cannot
 // encode is replaced by an internal error first, so that encoding the
-// response never fails.
+// response never fails. A listing's entries that go into the result are a
+// copy: the payload's may be shared (see Server.run), and the result is
+// the transport's, or in process its client's.
 func toolResult(obs action.Observation) *mcpgo.CallToolResult {
 	if obs.Payload == nil {
 		obs.Payload = map[string]any{}
 	}
 	text, field := renderResult(obs)
 	structured := obs
-	if field != "" {
-		p := make(map[string]any, len(obs.Payload))
+	es, typed := obs.Payload["entries"].(action.Entries)
+	if field != "" || typed {
+		p := make(map[string]any, len(obs.Payload)+1)
 		for k, v := range obs.Payload {
 			if k != field {
 				p[k] = v
 			}
 		}
-		p[InText] = []string{field}
+		if field != "" {
+			p[InText] = []string{field}
+		}
+		if typed && field != "entries" {
+			p["entries"] = slices.Clone(es)
+		}
 		structured.Payload = p
 	}
 	if !encodable(structured.Payload, 0) {

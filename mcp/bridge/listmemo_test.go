@@ -1,12 +1,15 @@
 package bridge
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
 	"unsafe"
+
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/harness-runtime/harness/action"
 )
@@ -29,7 +32,7 @@ func memoListing(n int, detailed bool) action.Entries {
 // exactness are those of a fresh rendering.
 func checkRendered(t *testing.T, es action.Entries, truncated bool, what string) {
 	t.Helper()
-	gotText, gotExact := renderTypedEntries(es, truncated)
+	gotText, gotExact := renderTypedEntries(es, truncated, false)
 	wantText, wantExact := renderTypedEntriesNew(es, truncated)
 	if gotText != wantText || gotExact != wantExact {
 		t.Fatalf("%s: the memo answered a listing it does not match (exact %v, want %v)", what, gotExact, wantExact)
@@ -44,8 +47,8 @@ func TestListingMemoAnswersOnlyEqualListings(t *testing.T) {
 	for _, detailed := range []bool{false, true} {
 		base := memoListing(200, detailed)
 		checkRendered(t, base, false, "first sight")
-		first, _ := renderTypedEntries(slices.Clone(base), false)
-		again, _ := renderTypedEntries(slices.Clone(base), false)
+		first, _ := renderTypedEntries(slices.Clone(base), false, false)
+		again, _ := renderTypedEntries(slices.Clone(base), false, false)
 		if first != again || unsafe.StringData(first) != unsafe.StringData(again) {
 			t.Fatal("an equal listing in a new slice was not answered with the remembered text")
 		}
@@ -75,21 +78,57 @@ func TestListingMemoAnswersOnlyEqualListings(t *testing.T) {
 // they were rendered does not change what the memo answers for them.
 func TestListingMemoKeepsItsOwnCopy(t *testing.T) {
 	es := memoListing(100, true)
-	renderTypedEntries(es, false)
+	renderTypedEntries(es, false, false)
 	want, _ := renderTypedEntriesNew(memoListing(100, true), false)
 	for i := range es {
 		es[i].Size = -1
 		es[i].Path = "changed/" + es[i].Name
 	}
 	checkRendered(t, es, false, "the caller's entries changed in place")
-	if got, _ := renderTypedEntries(memoListing(100, true), false); got != want {
+	if got, _ := renderTypedEntries(memoListing(100, true), false, false); got != want {
 		t.Fatal("a listing equal to the first one got another text after the first one's entries were changed")
 	}
 }
 
+// TestListingMemoKnowsKeptEntriesByAddress: entries that never change
+// (kept: the listing cache's, handed to the tool handler) are held by the
+// record itself, not copied, and the very same entries again, or equal
+// ones elsewhere, are answered from the record; entries at the same
+// address but of another length, or another truncation, are not. (That
+// the very same entries are known by their address, without comparing
+// them, is for speed only: BenchmarkBridgeList1000Names.)
+func TestListingMemoKnowsKeptEntriesByAddress(t *testing.T) {
+	es := memoListing(300, false)
+	first, _ := renderTypedEntries(es, false, true)
+	var rec *renderedListing
+	for i := range renderedListings.slots {
+		if r := renderedListings.slots[i].Load(); r != nil && r.text == first && unsafe.StringData(r.text) == unsafe.StringData(first) {
+			rec = r
+		}
+	}
+	if rec == nil || !rec.kept || unsafe.SliceData(rec.entries) != unsafe.SliceData(es) {
+		t.Fatal("the record of kept entries does not hold them")
+	}
+	if again, _ := renderTypedEntries(es, false, true); unsafe.StringData(again) != unsafe.StringData(first) {
+		t.Fatal("the same kept entries were rendered again")
+	}
+	if clone, _ := renderTypedEntries(slices.Clone(es), false, true); unsafe.StringData(clone) != unsafe.StringData(first) {
+		t.Fatal("equal kept entries elsewhere in memory were not compared with the record")
+	}
+	for what, got := range map[string]func() (string, bool){
+		"one entry fewer": func() (string, bool) { return renderTypedEntries(es[:299], false, true) },
+		"truncated":       func() (string, bool) { return renderTypedEntries(es, true, true) },
+	} {
+		text, _ := got()
+		if text == first {
+			t.Fatalf("%s: answered with the first listing's text", what)
+		}
+	}
+}
+
 // TestListingMemoRandom: listings drawn from a few, each changed at random
-// (or not) before it is rendered, always get a fresh rendering's text;
-// also with several goroutines at once (go test -race).
+// (or not) before it is rendered, kept or not, always get a fresh
+// rendering's text; also with several goroutines at once (go test -race).
 func TestListingMemoRandom(t *testing.T) {
 	var wg sync.WaitGroup
 	for g := range 4 {
@@ -111,7 +150,7 @@ func TestListingMemoRandom(t *testing.T) {
 						es = es[:k]
 					}
 				}
-				gotText, gotExact := renderTypedEntries(es, i%7 == 0)
+				gotText, gotExact := renderTypedEntries(es, i%7 == 0, rng.IntN(2) == 0) // es is not changed after
 				wantText, wantExact := renderTypedEntriesNew(es, i%7 == 0)
 				if gotText != wantText || gotExact != wantExact {
 					t.Errorf("goroutine %d, listing %d: the memo answered a listing it does not match", g, i)
@@ -121,4 +160,34 @@ func TestListingMemoRandom(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestToolHandlerReadsPayloadsOnly: the tool handler runs an action under
+// action.WithReadOnlyPayload (a runtime may hand it entries it shares,
+// as the workspace's listing cache does), and typed entries that its
+// result carries as structured content, rather than in the text, are a
+// copy: the result is the transport's, or in process its client's.
+func TestToolHandlerReadsPayloadsOnly(t *testing.T) {
+	es := memoListing(100, false)
+	es[3].Name, es[3].Path = "odd\nname", "many/odd\nname" // not told whole by the text
+	var readOnly []bool
+	srv := serverWithReadTool(t, "listing", func(ctx context.Context) (map[string]any, error) {
+		readOnly = append(readOnly, action.ReadOnlyPayload(ctx))
+		return map[string]any{"path": "many", "entries": es, "truncated": false}, nil
+	})
+	res, err := srv.handlerFor("listing")(context.Background(), mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "listing", Arguments: map[string]any{}}})
+	if err != nil || res.IsError {
+		t.Fatalf("%v %+v", err, res)
+	}
+	obs := srv.h.Execute(context.Background(), action.Action{Name: "listing", Input: map[string]any{}})
+	if obs.Status != action.StatusOK || !slices.Equal(readOnly, []bool{true, false}) {
+		t.Fatalf("read-only payload through the handler, then directly: %v, want [true false] (%s)", readOnly, obs.Message)
+	}
+	got, ok := res.StructuredContent.(action.Observation).Payload["entries"].(action.Entries)
+	if !ok || !slices.Equal(got, es) {
+		t.Fatalf("structured content does not carry the entries: %#v", res.StructuredContent)
+	}
+	if unsafe.SliceData(got) == unsafe.SliceData(es) {
+		t.Fatal("the result carries the runtime's own entries, not a copy")
+	}
 }

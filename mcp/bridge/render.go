@@ -71,7 +71,7 @@ func renderMatches(p map[string]any) string {
 }
 
 func renderEntries(p map[string]any) string {
-	text, _ := renderEntriesExact(p)
+	text, _ := renderEntriesExact(p, false)
 	return text
 }
 
@@ -79,10 +79,10 @@ func renderEntries(p map[string]any) string {
 // the same pass over its entries, whether the text tells everything the
 // entries say (see entriesInText). A runtime's typed listing is read as
 // it is; a generic one (maps, as decoded from JSON) entry by entry.
-func renderEntriesExact(p map[string]any) (string, bool) {
+func renderEntriesExact(p map[string]any, kept bool) (string, bool) {
 	truncated := truthy(p["truncated"])
 	if es, ok := p["entries"].(action.Entries); ok {
-		return renderTypedEntries(es, truncated)
+		return renderTypedEntries(es, truncated, kept)
 	}
 	ms := maps(p["entries"])
 	es := make(action.Entries, len(ms))
@@ -92,7 +92,7 @@ func renderEntriesExact(p map[string]any) (string, bool) {
 		es[i], shaped = entryOfMap(em)
 		exact = exact && shaped
 	}
-	text, typedExact := renderTypedEntries(es, truncated)
+	text, typedExact := renderTypedEntries(es, truncated, true) // es is this call's own
 	return text, exact && typedExact
 }
 
@@ -118,13 +118,14 @@ func entryOfMap(em map[string]any) (action.Entry, bool) {
 // renderTypedEntries renders a typed listing, one entry a line: its path,
 // a directory's ending in "/", then, with details, a tab, its size, a tab
 // and its modification time; and reports whether the text tells every
-// entry whole (exactTypedEntry).
-func renderTypedEntries(es action.Entries, truncated bool) (string, bool) {
-	if text, exact, ok := rememberedListing(es, truncated); ok {
+// entry whole (exactTypedEntry). kept says that es never changes, now
+// or later (see renderedListings).
+func renderTypedEntries(es action.Entries, truncated, kept bool) (string, bool) {
+	if text, exact, ok := rememberedListing(es, truncated, kept); ok {
 		return text, exact
 	}
 	text, exact := renderTypedEntriesNew(es, truncated)
-	rememberListing(es, truncated, text, exact)
+	rememberListing(es, truncated, kept, text, exact)
 	return text, exact
 }
 
@@ -280,11 +281,12 @@ func entriesInText(v any) bool {
 }
 
 // renderResult is Render(obs) and carriedByText(obs), with a listing's
-// entries walked once for both.
+// entries walked once for both. obs is the tool handler's, whose payload
+// nothing changes after (see renderedListings).
 func renderResult(obs action.Observation) (text, carried string) {
 	p := obs.Payload
 	if obs.Status == action.StatusOK && !isList(p["matches"]) && isList(p["entries"]) {
-		text, exact := renderEntriesExact(p)
+		text, exact := renderEntriesExact(p, true)
 		if exact {
 			return text, "entries"
 		}

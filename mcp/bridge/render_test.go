@@ -89,8 +89,8 @@ func TestTypedListingRendersAsGeneric(t *testing.T) {
 		truncated := rng.IntN(4) == 0
 		typed := map[string]any{"entries": es, "truncated": truncated}
 		generic := map[string]any{"entries": es.Generic(), "truncated": truncated}
-		gotText, gotExact := renderEntriesExact(typed)
-		wantText, wantExact := renderEntriesExact(generic)
+		gotText, gotExact := renderEntriesExact(typed, false)
+		wantText, wantExact := renderEntriesExact(generic, false)
 		require.Equal(t, wantText, gotText, "%+v", es)
 		require.Equal(t, wantExact, gotExact, "%+v", es)
 		require.Equal(t, entriesInText(generic["entries"]), entriesInText(typed["entries"]), "%+v", es)
