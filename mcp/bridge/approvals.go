@@ -70,6 +70,13 @@ func callKey(session string, a action.Action) (string, bool) {
 	return session + "\x00" + h, true
 }
 
+// none reports whether no call waits for an approval.
+func (w *approvalWaits) none() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.byCall) == 0
+}
+
 func (w *approvalWaits) get(key string) (waiting, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -98,8 +105,8 @@ func (w *approvalWaits) forget(key string) {
 // pending answers whether this call already waits for an approval, and
 // if so waits for it again.
 func (s *Server) resumeApproval(ctx context.Context, session string, a action.Action) (action.Observation, bool) {
-	if s.approvals == nil {
-		return action.Observation{}, false
+	if s.approvals == nil || s.approvals.none() {
+		return action.Observation{}, false // no call waits: no key to compute
 	}
 	key, ok := callKey(session, a)
 	if !ok {
