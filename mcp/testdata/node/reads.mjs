@@ -1,11 +1,14 @@
-// reads.mjs starts `harness mcp` on a workspace holding a 64 KiB file (the
-// one bench.mjs reads) and has it answer N reads of it, one at a time,
-// over the stdio Node.js gives a child (a socket pair), without the SDK.
-// It is for counting what a read costs the server under a tool that
-// wraps the process, such as cachegrind: run it for two counts and take
-// the difference, so that start-up falls out.
+// reads.mjs starts `harness mcp` on a workspace holding a 64 KiB file and
+// a directory of 1,000 files (those bench.mjs reads and lists) and has it
+// answer N calls, one at a time, over the stdio Node.js gives a child (a
+// socket pair), without the SDK: reads of the file, or with --call
+// listings of the directory (`list`: with workspace_list_files' defaults;
+// `details`: with details: true). It is for counting what a call costs the
+// server under a tool that wraps the process, such as cachegrind or
+// /usr/bin/time: run it for two counts and take the difference, so that
+// start-up falls out.
 //
-// Usage: node reads.mjs --harness PATH --reads N [-- WRAPPER ARGS...]
+// Usage: node reads.mjs --harness PATH --reads N [--call read|list|details] [-- WRAPPER ARGS...]
 // For example, per read, with the difference of N = 600 and N = 100 over
 // 500:
 //   node reads.mjs --harness bin/harness --reads 600 -- env GOMAXPROCS=1 GOGC=off \
@@ -24,8 +27,14 @@ const opts = Object.fromEntries((dash >= 0 ? argv.slice(0, dash) : argv).reduce(
   return acc;
 }, []));
 const reads = Number(opts.reads);
-if (!opts.harness || !(reads > 0)) {
-  console.error('usage: node reads.mjs --harness PATH --reads N [-- WRAPPER ARGS...]');
+const calls = {
+  read: { name: 'workspace_read_file', arguments: { path: 'big.txt' }, check: (res) => res.content[0].text.length === 65536 },
+  list: { name: 'workspace_list_files', arguments: { path: 'many' }, check: (res) => res.content[0].text.split('\n').length === 1000 },
+  details: { name: 'workspace_list_files', arguments: { path: 'many', details: true }, check: (res) => res.content[0].text.split('\n').length === 1000 },
+};
+const kind = calls[opts.call ?? 'read'];
+if (!opts.harness || !(reads > 0) || !kind) {
+  console.error('usage: node reads.mjs --harness PATH --reads N [--call read|list|details] [-- WRAPPER ARGS...]');
   process.exit(2);
 }
 
@@ -33,11 +42,14 @@ const work = mkdtempSync(join(tmpdir(), 'harness-mcp-reads-'));
 const root = join(work, 'root');
 mkdirSync(root);
 writeFileSync(join(root, 'big.txt'), ('x'.repeat(63) + '\n').repeat(1024));
+mkdirSync(join(root, 'many'));
+for (let i = 0; i < 1000; i++) writeFileSync(join(root, 'many', `f${String(i).padStart(4, '0')}.txt`), 'x');
 const config = join(work, 'harness.yaml');
 writeFileSync(config, `harness:
-  auto-approved-actions: [workspace_read_file]
+  auto-approved-actions: [workspace_read_file, workspace_list_files]
   workspace:
     max-file-bytes: 1048576
+    max-list-entries: 5000
   audit:
     path: ${join(work, 'audit.jsonl')}
   sanitize:
@@ -60,10 +72,10 @@ try {
   child.stdin.write(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) + '\n');
   const t0 = performance.now();
   for (let i = 1; i <= reads; i++) {
-    const res = await call(i, 'tools/call', { name: 'workspace_read_file', arguments: { path: 'big.txt' } });
-    if (res.content[0].text.length !== 65536) throw new Error('short read');
+    const res = await call(i, 'tools/call', { name: kind.name, arguments: kind.arguments });
+    if (!kind.check(res)) throw new Error(`unexpected answer: ${res.content[0].text.slice(0, 300)}`);
   }
-  console.log(`${reads} reads in ${(performance.now() - t0).toFixed(0)} ms`);
+  console.log(`${reads} calls (${opts.call ?? 'read'}) in ${(performance.now() - t0).toFixed(0)} ms`);
   child.stdin.end();
   await new Promise((resolve) => child.on('exit', resolve));
 } finally {
