@@ -196,18 +196,24 @@ func (w *Workspace) listFiles(ctx context.Context, in map[string]any) (map[strin
 	if maxEntries < 1 {
 		return nil, action.Errorf(action.CodeInvalidInput, "max_entries must be at least 1")
 	}
-	rel, err := w.checkPath(p)
+	rel, _, err := parsePath(p)
 	if err != nil {
 		return nil, err
 	}
 	l := &lister{ctx: ctx, max: int(min(maxEntries, hardMaxEntries)), recursive: recursive, includeGit: includeGit, details: details}
 	if !recursive {
 		// A directory the cache serves is opened through its own chain
-		// of watched directories; anything it does not (a symlink on the
-		// way, another file system, an error) is read below.
+		// of watched directories, none a symlink, and is one now: any
+		// change to the chain since it was read is an event that drops
+		// it. So checkPath would find it as it is, and is not asked.
+		// Anything the cache does not serve (a symlink on the way,
+		// another file system, an error) is checked and read below.
 		if es, ok := w.lists.list(rel, details); ok {
 			return l.cached(rel, es, action.ReadOnlyPayload(ctx))
 		}
+	}
+	if _, err := w.checkPath(p); err != nil {
+		return nil, err
 	}
 	dir, err := w.root.OpenRoot(rel)
 	if err != nil {

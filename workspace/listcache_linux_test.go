@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -142,7 +143,20 @@ func TestListCacheSeesChangedAncestors(t *testing.T) {
 			lcMv(t, r, "a/b", "b-old")
 			lcSymlink(t, "../other/b", filepath.Join(r, "a", "b"))
 		},
-		"a to symlink":     func(t *testing.T, r string) { lcMv(t, r, "a", "a-old"); lcSymlink(t, "other", filepath.Join(r, "a")) },
+		"a to symlink": func(t *testing.T, r string) { lcMv(t, r, "a", "a-old"); lcSymlink(t, "other", filepath.Join(r, "a")) },
+		"a to symlink out": func(t *testing.T, r string) {
+			out := t.TempDir()
+			lcWrite(t, filepath.Join(out, "b", "outside.txt"), "3")
+			lcMv(t, r, "a", "a-old")
+			lcSymlink(t, out, filepath.Join(r, "a"))
+		},
+		"b to file": func(t *testing.T, r string) { lcMv(t, r, "a/b", "b-old"); lcWrite(t, filepath.Join(r, "a", "b"), "f") },
+		"b to fifo": func(t *testing.T, r string) {
+			lcMv(t, r, "a/b", "b-old")
+			require.NoError(t, syscall.Mkfifo(filepath.Join(r, "a", "b"), 0o644))
+		},
+		"delete a":         func(t *testing.T, r string) { require.NoError(t, os.RemoveAll(filepath.Join(r, "a"))) },
+		"chmod a 000":      func(t *testing.T, r string) { require.NoError(t, os.Chmod(filepath.Join(r, "a"), 0)) },
 		"delete b":         func(t *testing.T, r string) { require.NoError(t, os.RemoveAll(filepath.Join(r, "a", "b"))) },
 		"chmod a":          func(t *testing.T, r string) { require.NoError(t, os.Chmod(filepath.Join(r, "a"), 0o700)) },
 		"rename by others": func(t *testing.T, r string) { lcSh(t, r, "mv a z && mv other a") },
@@ -157,9 +171,11 @@ func TestListCacheSeesChangedAncestors(t *testing.T) {
 				require.Equal(t, lcList(t, fresh, "a/b", details), lcList(t, cached, "a/b", details))
 			}
 			change(t, root)
+			t.Cleanup(func() { os.Chmod(filepath.Join(root, "a"), 0o755) })
 			for _, details := range []bool{true, false} {
-				require.Equal(t, lcList(t, fresh, "a/b", details), lcList(t, cached, "a/b", details), "details=%v", details)
-				require.Equal(t, lcList(t, fresh, "a", details), lcList(t, cached, "a", details), "details=%v", details)
+				for _, p := range []string{"a/b", "a/b/", "a/./b/.", "a", "a/"} {
+					require.Equal(t, lcList(t, fresh, p, details), lcList(t, cached, p, details), "%s details=%v", p, details)
+				}
 			}
 		})
 	}
