@@ -559,20 +559,36 @@ func (w *Workspace) readFile(ctx context.Context, in map[string]any) (map[string
 
 	rel, fi, err := w.statPath(p)
 	if err != nil {
+		if rel, _, perr := parsePath(p); perr == nil {
+			w.held.drop(rel) // what was read there before, if anything
+		}
 		return nil, err
 	}
 	var f *os.File
-	if fi == nil {
+	switch {
+	case fi == nil:
 		// Gone: openRegular says how, as it does for any path.
+		w.held.drop(rel)
 		f, fi, err = w.openFile(rel)
-	} else {
-		// statPath's stat serves as openRegular's: one stat per read.
-		f, fi, err = openStatted(w.root, rel, fi, w.dev)
+	default:
+		// The file read last at rel, if it is still the one there (see
+		// heldFiles); else statPath's stat serves as openRegular's: one
+		// stat per read.
+		if f = w.held.take(rel, fi); f == nil {
+			f, fi, err = openStatted(w.root, rel, fi, w.dev)
+		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	readOK := false
+	defer func() {
+		if readOK {
+			w.held.put(rel, f, fi)
+		} else {
+			f.Close()
+		}
+	}()
 	if !ranged && fi.Size() > w.opts.MaxFileBytes {
 		return nil, &action.Error{
 			Code:    action.CodeTooLarge,
@@ -581,15 +597,18 @@ func (w *Workspace) readFile(ctx context.Context, in map[string]any) (map[string
 		}
 	}
 
+	// From the start, with positioned reads: a held file keeps no offset.
+	r := fromStart(f)
 	var res readResult
 	if ranged {
-		res, err = readLines(ctx, f, offset, limit, w.opts.MaxFileBytes)
+		res, err = readLines(ctx, r, offset, limit, w.opts.MaxFileBytes)
 	} else {
-		res, err = readWhole(ctx, f, fi.Size(), w.opts.MaxFileBytes, &w.sums, rel)
+		res, err = readWhole(ctx, r, fi.Size(), w.opts.MaxFileBytes, &w.sums, rel)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", quote(rel), err)
 	}
+	readOK = true
 	content := res.content
 	if res.binary {
 		content = ""

@@ -101,6 +101,7 @@ type Workspace struct {
 	dev      rootDevice // of the root's file system, which is not a pseudo one
 	lists    *listCache // nil: every listing reads the directory
 	sums     readSums   // the last whole reads of files, to hash again only what changed
+	held     heldFiles  // the files read last, open for the next read of each
 }
 
 // New opens dir as the workspace root. The path is made absolute and its
@@ -181,6 +182,7 @@ func (w *Workspace) Close() error {
 	}
 	openRoots.Unlock()
 	w.lists.close()
+	w.held.close()
 	err := w.root.Close()
 	if last {
 		err = errors.Join(err, w.closeExec())
