@@ -45,12 +45,13 @@ func fromStart(f *os.File) io.Reader {
 	if err != nil {
 		return io.NewSectionReader(f, 0, math.MaxInt64)
 	}
-	return &preader{rc: rc}
+	return &preader{rc: rc, name: f.Name()}
 }
 
 type preader struct {
-	rc  syscall.RawConn
-	off int64
+	rc   syscall.RawConn
+	name string
+	off  int64
 }
 
 func (r *preader) Read(b []byte) (int, error) {
@@ -71,7 +72,7 @@ func (r *preader) Read(b []byte) (int, error) {
 	}
 	switch {
 	case err != nil:
-		return 0, &os.PathError{Op: "read", Path: "", Err: err}
+		return 0, &os.PathError{Op: "read", Path: r.name, Err: err}
 	case n == 0:
 		return 0, io.EOF
 	}

@@ -55,7 +55,9 @@ func TestHeldFileReadsWhatIsThereNow(t *testing.T) {
 		{"nothing", "f.txt", func(*testing.T, *fixture, string) {}, true},
 		{"read again at once", "dir/g.txt", func(*testing.T, *fixture, string) {}, true},
 		{"the same bytes written", "f.txt", func(t *testing.T, _ *fixture, p string) { require.NoError(t, os.WriteFile(p, []byte(text), 0o644)) }, false},
-		{"rewritten, same size", "f.txt", func(t *testing.T, _ *fixture, p string) { require.NoError(t, os.WriteFile(p, []byte("ONE\nTWO\nTHREE\n"), 0o644)) }, false},
+		{"rewritten, same size", "f.txt", func(t *testing.T, _ *fixture, p string) {
+			require.NoError(t, os.WriteFile(p, []byte("ONE\nTWO\nTHREE\n"), 0o644))
+		}, false},
 		{"rewritten, times put back", "f.txt", func(t *testing.T, _ *fixture, p string) {
 			fi, err := os.Stat(p)
 			require.NoError(t, err)
