@@ -17,11 +17,12 @@ const (
 // heldFiles keeps the regular files read last open, by root-relative path,
 // so that reading one again takes no open, fstat and close: the path is
 // stat'ed through the root as for any read, and the file held is read only
-// if it is the very file there now, unchanged in every way but its content
-// (fileIdentity: device, inode, type and permissions, owner, change
+// if it is the very file there now, unchanged since the last read
+// (fileIdentity: device, inode, type and permissions, owner, size, change
 // time). Anything else (another file there, a chmod, a chown, a write, a
 // rename over it) closes it and the path is opened again, through the
-// root, with every check of openStatted. A file is read with positioned
+// root, with every check of openStatted. Its content is read anew either
+// way. A file is read with positioned
 // reads (pread) from its start, so a held file has no offset to keep, and
 // one held file is used by one read at a time: a read takes it out, and
 // puts it back when done.

@@ -54,8 +54,8 @@ const (
 // workspace holds it open; whatever then happens at its path, the next
 // read (whole, or a range) gives what a workspace that never read it
 // gives, refusals included, and nothing from outside the root. The file
-// held is used again only when it is the one there, unchanged but for its
-// content.
+// held is used again only when it is the one there, unchanged since the
+// last read.
 func TestHeldFileReadsWhatIsThereNow(t *testing.T) {
 	const text = "one\ntwo\nthree\n"
 	changes := []struct {
