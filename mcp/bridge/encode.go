@@ -36,8 +36,9 @@ type memoText struct {
 
 // appendMessageParts appends msg as one JSON line (with its newline),
 // except that the text of a tool result whose JSON the bridge remembers is
-// left out: it goes at m.at (m.text is nil when nothing was left out). The transport sends it from the memo, so that a
-// file read again costs no copy of its text.
+// left out: it goes at m.at (m.text is nil when nothing was left out). The
+// transport sends it from the memo, so that a file read again costs no
+// copy of its text.
 func appendMessageParts(b []byte, msg mcpgo.JSONRPCMessage) (out []byte, m memoText, err error) {
 	if r, ok := msg.(mcpgo.JSONRPCResponse); ok {
 		if res, ok := r.Result.(*mcpgo.CallToolResult); ok {

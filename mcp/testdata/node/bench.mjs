@@ -37,13 +37,13 @@
 // rate, listings (both) >= 3x the reference's, start-up <= 1/5 of its.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { mkdtempSync, mkdirSync, writeFileSync, rmSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, readFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { benchRoot, harnessCalls, writeHarnessConfig } from './files.mjs';
 
 // A full collection of the client's heap before each timed turn, so that
 // no server's turn pays for the garbage of the turn before it.
@@ -68,32 +68,15 @@ const here = dirname(fileURLToPath(import.meta.url));
 const fsServer = join(here, 'node_modules', '@modelcontextprotocol', 'server-filesystem', 'dist', 'index.js');
 
 // The same files for every server.
-const work = mkdtempSync(join(tmpdir(), 'harness-mcp-bench-'));
-const root = join(work, 'root');
-mkdirSync(join(root, 'many'), { recursive: true });
-const line = 'x'.repeat(63) + '\n';
-writeFileSync(join(root, 'big.txt'), line.repeat(1024)); // 64 KiB
-for (let i = 0; i < 1000; i++) writeFileSync(join(root, 'many', `f${String(i).padStart(4, '0')}.txt`), 'x');
+const { work, root } = benchRoot('harness-mcp-bench-');
 
 function harnessServer(bin, name) {
   const config = join(work, `${name}.yaml`);
-  writeFileSync(config, `harness:
-  auto-approved-actions: [workspace_read_file, workspace_list_files]
-  workspace:
-    max-file-bytes: 1048576
-    max-list-entries: 5000
-  audit:
-    path: ${args.audit ? `${args.audit}.${name}` : join(work, `${name}-audit.jsonl`)}
-  sanitize:
-    key-path: ${join(work, `${name}-hmac.key`)}
-`);
-  return {
-    command: bin, args: ['mcp', '--config', config, '--root', root],
-    read: { name: 'workspace_read_file', arguments: { path: 'big.txt' } },
-    list: { name: 'workspace_list_files', arguments: { path: 'many' } },
-    names: { name: 'workspace_list_files', arguments: { path: 'many', details: false } },
-    details: { name: 'workspace_list_files', arguments: { path: 'many', details: true } },
-  };
+  writeHarnessConfig(config, {
+    audit: args.audit ? `${args.audit}.${name}` : join(work, `${name}-audit.jsonl`),
+    key: join(work, `${name}-hmac.key`),
+  });
+  return { command: bin, args: ['mcp', '--config', config, '--root', root], ...harnessCalls };
 }
 const listDirectory = { name: 'list_directory', arguments: { path: join(root, 'many') } };
 const servers = {

@@ -14,10 +14,10 @@
 //   node reads.mjs --harness bin/harness --reads 600 -- env GOMAXPROCS=1 GOGC=off \
 //     valgrind --tool=cachegrind --cache-sim=yes --cachegrind-out-file=cg.600
 import { spawn } from 'node:child_process';
-import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { benchRoot, harnessCalls, writeHarnessConfig } from './files.mjs';
 
 const argv = process.argv.slice(2);
 const dash = argv.indexOf('--');
@@ -27,10 +27,11 @@ const opts = Object.fromEntries((dash >= 0 ? argv.slice(0, dash) : argv).reduce(
   return acc;
 }, []));
 const reads = Number(opts.reads);
+const listed = (res) => res.content[0].text.split('\n').length === 1000;
 const calls = {
-  read: { name: 'workspace_read_file', arguments: { path: 'big.txt' }, check: (res) => res.content[0].text.length === 65536 },
-  list: { name: 'workspace_list_files', arguments: { path: 'many' }, check: (res) => res.content[0].text.split('\n').length === 1000 },
-  details: { name: 'workspace_list_files', arguments: { path: 'many', details: true }, check: (res) => res.content[0].text.split('\n').length === 1000 },
+  read: { ...harnessCalls.read, check: (res) => res.content[0].text.length === 65536 },
+  list: { ...harnessCalls.list, check: listed },
+  details: { ...harnessCalls.details, check: listed },
 };
 const kind = calls[opts.call ?? 'read'];
 if (!opts.harness || !(reads > 0) || !kind) {
@@ -38,23 +39,9 @@ if (!opts.harness || !(reads > 0) || !kind) {
   process.exit(2);
 }
 
-const work = mkdtempSync(join(tmpdir(), 'harness-mcp-reads-'));
-const root = join(work, 'root');
-mkdirSync(root);
-writeFileSync(join(root, 'big.txt'), ('x'.repeat(63) + '\n').repeat(1024));
-mkdirSync(join(root, 'many'));
-for (let i = 0; i < 1000; i++) writeFileSync(join(root, 'many', `f${String(i).padStart(4, '0')}.txt`), 'x');
+const { work, root } = benchRoot('harness-mcp-reads-');
 const config = join(work, 'harness.yaml');
-writeFileSync(config, `harness:
-  auto-approved-actions: [workspace_read_file, workspace_list_files]
-  workspace:
-    max-file-bytes: 1048576
-    max-list-entries: 5000
-  audit:
-    path: ${join(work, 'audit.jsonl')}
-  sanitize:
-    key-path: ${join(work, 'hmac.key')}
-`);
+writeHarnessConfig(config, { audit: join(work, 'audit.jsonl'), key: join(work, 'hmac.key') });
 const command = [...wrapper, opts.harness, 'mcp', '--config', config, '--root', root];
 const child = spawn(command[0], command.slice(1), { stdio: ['pipe', 'pipe', 'inherit'] });
 const lines = createInterface({ input: child.stdout, crlfDelay: Infinity })[Symbol.asyncIterator]();
