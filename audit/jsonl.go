@@ -45,6 +45,8 @@ type JSONL struct {
 	keyed    bool  // a keyed record was seen in or written to this log
 	broken   error
 	closed   bool
+	sealer   sealer // reused by writeBatch
+	batch    []byte // writeBatch's buffer, kept for the next batch
 
 	// written counts the lines this log has written; it changes under mu
 	// and is read by the fsync leader without it.
@@ -486,7 +488,16 @@ func (l *JSONL) writeBatch(batch []appendReq) []appendResult {
 	}
 	seq, prev := l.seq, l.prev
 	n := l.written.Load()
-	var buf []byte
+	buf := l.batch[:0]
+	defer func() {
+		// Written (the system call copied it) or given up: reused by the
+		// next batch, unless a large record grew it.
+		if cap(buf) <= keptBufferBytes {
+			l.batch = buf[:0]
+		} else {
+			l.batch = nil
+		}
+	}()
 	var recs []Record // of the batch, in order, for the hub
 	for i, b := range batch {
 		// A request's records go in whole or not at all.
@@ -494,11 +505,10 @@ func (l *JSONL) writeBatch(batch []appendReq) []appendResult {
 		var rec Record
 		var err error
 		for _, ev := range b.evs {
-			var line []byte
-			if rec, line, err = sealCanonical(reqSeq+1, l.now(), l.instance, reqPrev, ev, l.key); err != nil {
+			if rec, buf, err = l.sealer.appendSealed(buf, reqSeq+1, l.now(), l.instance, reqPrev, ev, l.key); err != nil {
 				break
 			}
-			buf = append(append(buf, line...), '\n')
+			buf = append(buf, '\n')
 			recs = append(recs, rec)
 			reqSeq, reqPrev, reqN = rec.Seq, rec.Hash, reqN+1
 		}

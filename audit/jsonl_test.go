@@ -512,3 +512,43 @@ func TestJSONLAppendAllKeepsItsRecordsTogether(t *testing.T) {
 		t.Fatal("part of a failed AppendAll was written")
 	}
 }
+
+// TestJSONLReusesItsBatchBufferWithinBounds appends records of every size
+// through one log: each batch is written from the buffer the batch before
+// used, unless a large record grew it past keptBufferBytes, and the chain
+// verifies with every record's text as sealed.
+func TestJSONLReusesItsBatchBufferWithinBounds(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "reuse.jsonl")
+	l, err := OpenJSONL(path, WithKey(bytes.Repeat([]byte{3}, 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	sizes := []int{10, 2000, 2000, 10, keptBufferBytes, 10, 3 * keptBufferBytes, 10, 10}
+	var kept []byte
+	for i, n := range sizes {
+		rec, err := l.AppendAll(context.Background(), []any{map[string]any{"i": i, "s": strings.Repeat("z", n)}, map[string]any{"i": i}}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Seq != uint64(2*i+2) {
+			t.Fatalf("append %d: seq %d", i, rec.Seq)
+		}
+		l.mu.Lock()
+		batch := l.batch
+		l.mu.Unlock()
+		switch {
+		case cap(batch) > keptBufferBytes:
+			t.Fatalf("append %d (%d bytes): the log keeps a buffer of %d bytes", i, n, cap(batch))
+		case n < keptBufferBytes/2 && batch == nil:
+			t.Fatalf("append %d (%d bytes): no buffer kept", i, n)
+		case i > 0 && n <= sizes[i-1] && sizes[i-1] < keptBufferBytes/2 && &batch[:1][0] != &kept[:1][0]:
+			t.Fatalf("append %d: a new buffer where the last batch's had room", i)
+		}
+		kept = batch
+	}
+	rep, err := VerifyJSONLFile(context.Background(), path, WithKey(bytes.Repeat([]byte{3}, 32)))
+	if err != nil || rep.Records != 2*len(sizes) || rep.FirstBad != 0 {
+		t.Fatalf("verify: %+v, %v", rep, err)
+	}
+}

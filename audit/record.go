@@ -112,66 +112,78 @@ func canonicalEvent(ev json.RawMessage) ([]byte, error) {
 	return b, nil
 }
 
-// jsonString writes s as action.Canonical does.
-func jsonString(buf *bytes.Buffer, s string) {
-	buf.Write(action.AppendJSONString(buf.AvailableBuffer(), s))
+// recordBytes and hashInputBytes are room for a record's text and for its
+// hash input besides the event and the instance (keys, a 20-digit seq,
+// the time, key id and hashes, quoted), so that either is written without
+// growing its buffer.
+const (
+	recordBytes    = 280
+	hashInputBytes = 210
+)
+
+// encodeRecord returns the stored text of a record; event must already
+// be canonical JSON.
+func encodeRecord(h header, event []byte, hash string) []byte {
+	return appendRecord(make([]byte, 0, recordBytes+len(event)+len(h.instance)), h, event, hash)
 }
 
-// encodeRecord writes the stored text of a record; event must already be
-// canonical JSON.
-func encodeRecord(h header, event []byte, hash string) []byte {
-	var buf bytes.Buffer
-	buf.Grow(220 + len(event) + len(h.instance))
-	buf.WriteString(`{"seq":`)
-	buf.WriteString(strconv.FormatUint(h.seq, 10))
-	buf.WriteString(`,"time":`)
-	jsonString(&buf, h.ts)
-	buf.WriteString(`,"instance":`)
-	jsonString(&buf, h.instance)
+// appendRecord appends the stored text of a record to dst.
+func appendRecord(dst []byte, h header, event []byte, hash string) []byte {
+	dst = append(dst, `{"seq":`...)
+	dst = strconv.AppendUint(dst, h.seq, 10)
+	dst = append(dst, `,"time":`...)
+	dst = action.AppendJSONString(dst, h.ts)
+	dst = append(dst, `,"instance":`...)
+	dst = action.AppendJSONString(dst, h.instance)
 	if h.keyID != "" {
-		buf.WriteString(`,"key_id":`)
-		jsonString(&buf, h.keyID)
+		dst = append(dst, `,"key_id":`...)
+		dst = action.AppendJSONString(dst, h.keyID)
 	}
-	buf.WriteString(`,"prev_hash":`)
-	jsonString(&buf, h.prevHash)
-	buf.WriteString(`,"event":`)
-	buf.Write(event)
-	buf.WriteString(`,"hash":`)
-	jsonString(&buf, hash)
-	buf.WriteByte('}')
-	return buf.Bytes()
+	dst = append(dst, `,"prev_hash":`...)
+	dst = action.AppendJSONString(dst, h.prevHash)
+	dst = append(dst, `,"event":`...)
+	dst = append(dst, event...)
+	dst = append(dst, `,"hash":`...)
+	dst = action.AppendJSONString(dst, hash)
+	return append(dst, '}')
 }
 
 // hashInput is action.Canonical of the record without "hash", written
 // directly (keys in sorted order) because event is already canonical;
 // TestHashInputIsCanonical pins the equality.
 func hashInput(h header, event []byte) []byte {
-	var buf bytes.Buffer
-	buf.Grow(180 + len(event) + len(h.instance))
-	buf.WriteString(`{"event":`)
-	buf.Write(event)
-	buf.WriteString(`,"instance":`)
-	jsonString(&buf, h.instance)
+	return appendHashInput(make([]byte, 0, hashInputBytes+len(event)+len(h.instance)), h, event)
+}
+
+// appendHashInput appends hashInput(h, event) to dst.
+func appendHashInput(dst []byte, h header, event []byte) []byte {
+	dst = append(dst, `{"event":`...)
+	dst = append(dst, event...)
+	dst = append(dst, `,"instance":`...)
+	dst = action.AppendJSONString(dst, h.instance)
 	if h.keyID != "" {
-		buf.WriteString(`,"key_id":`)
-		jsonString(&buf, h.keyID)
+		dst = append(dst, `,"key_id":`...)
+		dst = action.AppendJSONString(dst, h.keyID)
 	}
-	buf.WriteString(`,"prev_hash":`)
-	jsonString(&buf, h.prevHash)
-	buf.WriteString(`,"seq":`)
-	buf.WriteString(strconv.FormatUint(h.seq, 10))
-	buf.WriteString(`,"time":`)
-	jsonString(&buf, h.ts)
-	buf.WriteByte('}')
-	return buf.Bytes()
+	dst = append(dst, `,"prev_hash":`...)
+	dst = action.AppendJSONString(dst, h.prevHash)
+	dst = append(dst, `,"seq":`...)
+	dst = strconv.AppendUint(dst, h.seq, 10)
+	dst = append(dst, `,"time":`...)
+	dst = action.AppendJSONString(dst, h.ts)
+	return append(dst, '}')
 }
 
 // hashOf is the hash a record must carry: HMAC under k for a keyed
 // record, SHA-256 for an unkeyed one (k is then not used). The caller has
 // checked that k is the key h.keyID names.
 func hashOf(h header, event []byte, k *chainKey) string {
-	in := hashInput(h, event)
-	if h.keyID != "" {
+	return sumOf(hashInput(h, event), h.keyID != "", k)
+}
+
+// sumOf is hashOf of the text in.
+func sumOf(in []byte, keyed bool, k *chainKey) string {
+	if keyed {
 		return k.sum(in)
 	}
 	sum := sha256.Sum256(in)
@@ -190,17 +202,44 @@ func seal(seq uint64, now time.Time, instance, prevHash string, event any, k *ch
 
 // sealCanonical is seal for an event already in canonical JSON.
 func sealCanonical(seq uint64, now time.Time, instance, prevHash string, ev []byte, k *chainKey) (Record, []byte, error) {
+	var s sealer
+	return s.appendSealed(make([]byte, 0, recordBytes+len(ev)+len(instance)), seq, now, instance, prevHash, ev, k)
+}
+
+// A sealer seals records as sealCanonical does, reusing one buffer for
+// the text each hash covers, so that a writer sealing record after record
+// allocates for neither. It is not safe for concurrent use.
+type sealer struct {
+	in []byte
+}
+
+// keptBufferBytes bounds a buffer kept for reuse: one made for a rare
+// large record is let go rather than held for the life of the log.
+const keptBufferBytes = 64 << 10
+
+// appendSealed appends the stored text of the next record (without a
+// newline) to dst, and returns the record and the extended dst. On error
+// dst is returned as it was.
+func (s *sealer) appendSealed(dst []byte, seq uint64, now time.Time, instance, prevHash string, ev []byte, k *chainKey) (Record, []byte, error) {
 	now = now.UTC().Round(0)
 	h := header{seq: seq, ts: formatTime(now), instance: instance, prevHash: prevHash}
 	if k != nil {
 		h.keyID = k.id
 	}
-	sum := hashOf(h, ev, k)
-	line := encodeRecord(h, ev, sum)
-	if len(line) > maxRecordBytes {
-		return Record{}, nil, fmt.Errorf("audit event: record of %d bytes exceeds %d", len(line), maxRecordBytes)
+	if need := hashInputBytes + len(ev) + len(instance); cap(s.in) < need {
+		s.in = make([]byte, 0, need)
 	}
-	return Record{Seq: seq, Time: now, Instance: instance, KeyID: h.keyID, PrevHash: prevHash, Event: ev, Hash: sum}, line, nil
+	s.in = appendHashInput(s.in[:0], h, ev)
+	sum := sumOf(s.in, k != nil, k)
+	if cap(s.in) > keptBufferBytes {
+		s.in = nil
+	}
+	start := len(dst)
+	dst = appendRecord(dst, h, ev, sum)
+	if n := len(dst) - start; n > maxRecordBytes {
+		return Record{}, dst[:start], fmt.Errorf("audit event: record of %d bytes exceeds %d", n, maxRecordBytes)
+	}
+	return Record{Seq: seq, Time: now, Instance: instance, KeyID: h.keyID, PrevHash: prevHash, Event: ev, Hash: sum}, dst, nil
 }
 
 // Problem classifies why a record failed verification.

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"strings"
@@ -90,5 +91,82 @@ func TestSealRefusesUnencodableEvent(t *testing.T) {
 				t.Fatal("seal accepted an event it cannot store")
 			}
 		})
+	}
+}
+
+// TestSealerMatchesSealCanonical seals a chain of records of every size
+// with one sealer into one reused buffer, as a log's writer does, and
+// checks each record and its text against sealCanonical's, keyed and
+// unkeyed: the reused hash input and the buffer carry nothing from one
+// record to the next, a buffer grown by a large record is let go, and a
+// record refused for its size leaves the buffer as it was.
+func TestSealerMatchesSealCanonical(t *testing.T) {
+	key, err := newChainKey(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events [][]byte
+	for _, ev := range sampleEvents {
+		raw, err := action.Canonical(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		events = append(events, raw)
+	}
+	for _, n := range []int{0, 1, 300, keptBufferBytes - 400, keptBufferBytes, 3 * keptBufferBytes, 5} {
+		raw, err := action.Canonical(map[string]any{"s": strings.Repeat("y", n)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		events = append(events, raw)
+	}
+	now := time.Date(2026, 11, 21, 23, 0, 0, 0, time.UTC)
+	for _, k := range []*chainKey{nil, key} {
+		var s sealer
+		buf := []byte("earlier records\n")
+		prev := ZeroHash
+		for i := range 3 * len(events) {
+			ev := events[(i*5)%len(events)] // big and small interleaved
+			seq := uint64(i + 1)
+			at := now.Add(time.Duration(i) * time.Microsecond)
+			wantRec, wantLine, err := sealCanonical(seq, at, "host-\u00e9", prev, ev, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mark := len(buf)
+			rec, out, err := s.appendSealed(buf, seq, at, "host-\u00e9", prev, ev, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(out[:mark]) != string(buf[:mark]) {
+				t.Fatalf("record %d: appendSealed changed what the buffer held before", seq)
+			}
+			if got := out[mark:]; string(got) != string(wantLine) {
+				t.Fatalf("keyed %v, record %d: text\n got %.300s\nwant %.300s", k != nil, seq, got, wantLine)
+			}
+			if rec.Hash != wantRec.Hash || rec.Seq != seq || rec.PrevHash != prev || string(rec.Event) != string(ev) || !rec.Time.Equal(wantRec.Time) || rec.KeyID != wantRec.KeyID {
+				t.Fatalf("keyed %v, record %d: %+v, want %+v", k != nil, seq, rec, wantRec)
+			}
+			if cap(s.in) > keptBufferBytes {
+				t.Fatalf("record %d: the sealer keeps a hash buffer of %d bytes", seq, cap(s.in))
+			}
+			prev = rec.Hash
+			if len(out) > 4*keptBufferBytes {
+				out = out[:0]
+			}
+			buf = out
+		}
+	}
+
+	defer func(n int) { maxRecordBytes = n }(maxRecordBytes)
+	maxRecordBytes = 4096
+	var s sealer
+	buf := []byte("kept")
+	_, out, err := s.appendSealed(buf, 1, now, "i", ZeroHash, events[len(events)-2], nil)
+	if err == nil {
+		t.Fatal("appendSealed took a record over the size limit")
+	}
+	if string(out) != "kept" {
+		t.Fatalf("a refused record left %q in the buffer", out)
 	}
 }
