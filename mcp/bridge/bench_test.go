@@ -138,7 +138,7 @@ func BenchmarkStdioRead64KiB(b *testing.B) {
 // (listings: by default, with details false, and with details true beside
 // the reference's list_directory_with_sizes).
 // Run it with -benchtime=1x; BENCH_READS, BENCH_LISTS, BENCH_STARTS and
-// BENCH_ROUNDS change the counts (defaults 2000, 500, 20, 10),
+// BENCH_ROUNDS change the counts (defaults 4000, 1000, 20, 40),
 // BENCH_CONCURRENCY the calls kept in flight (default 1), and
 // BENCH_BASELINE names another harness binary to measure beside this one
 // (a build of main, say).
@@ -158,8 +158,8 @@ func BenchmarkInteropVsFilesystemServer(b *testing.B) {
 	}
 	for i := 0; i < b.N; i++ {
 		args := []string{filepath.Join(dir, "bench.mjs"), "--harness", bin,
-			"--reads", arg("BENCH_READS", "2000"), "--lists", arg("BENCH_LISTS", "500"), "--starts", arg("BENCH_STARTS", "20"),
-			"--rounds", arg("BENCH_ROUNDS", "10"), "--concurrency", arg("BENCH_CONCURRENCY", "1")}
+			"--reads", arg("BENCH_READS", "4000"), "--lists", arg("BENCH_LISTS", "1000"), "--starts", arg("BENCH_STARTS", "20"),
+			"--rounds", arg("BENCH_ROUNDS", "40"), "--concurrency", arg("BENCH_CONCURRENCY", "1")}
 		if base := os.Getenv("BENCH_BASELINE"); base != "" {
 			args = append(args, "--baseline", base)
 		}
@@ -175,12 +175,20 @@ func BenchmarkInteropVsFilesystemServer(b *testing.B) {
 			Harness map[string]struct {
 				ServerCPU float64 `json:"server_cpu_ms_per_op"`
 			} `json:"harness"`
+			Spread map[string]struct {
+				Min    float64 `json:"min"`
+				Median float64 `json:"median"`
+			} `json:"spread"`
 		}
 		if err := json.Unmarshal(out, &res); err != nil {
 			b.Fatalf("bench.mjs output: %v", err)
 		}
 		for k, v := range res.Ratio {
 			b.ReportMetric(v, k+"_x")
+		}
+		for k, v := range res.Spread {
+			b.ReportMetric(v.Min, k+"_min_x")
+			b.ReportMetric(v.Median, k+"_median_x")
 		}
 		for _, k := range []string{"read", "list", "names", "details"} {
 			b.ReportMetric(res.Harness[k].ServerCPU, k+"_server_cpu_ms/op")
