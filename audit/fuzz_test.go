@@ -2,8 +2,15 @@ package audit
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"reflect"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/harness-runtime/harness/action"
 )
 
 // FuzzVerifyJSONL feeds arbitrary bytes to the verifier, without a key and
@@ -107,4 +114,90 @@ func TestEverySingleByteChangeIsDetected(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzSealedRecordsAreCanonical seals two records in a row with one
+// sealer into one buffer, as a log's writer does, from an event string
+// and an instance name of any bytes: each line must decode to exactly the
+// fields sealed, and its hash must be the HMAC of action.Canonical of the
+// record without its hash, computed apart from the sealer's own text.
+func FuzzSealedRecordsAreCanonical(f *testing.F) {
+	f.Add("hello", "host-1", uint64(1))
+	f.Add("quote \" backslash \\ tab \t nul \x00 bidi \u202e line sep \u2028", "h\"ost\n", uint64(7))
+	f.Add(strings.Repeat("x", 3000), "", uint64(1<<63))
+	f.Add("\xff\xfe not utf-8", "\xc3", uint64(42))
+	k, err := newChainKey(testKey)
+	if err != nil {
+		f.Fatal(err)
+	}
+	now := time.Date(2026, 11, 29, 12, 0, 0, 123456789, time.UTC)
+	f.Fuzz(func(t *testing.T, text, instance string, seq uint64) {
+		// Up to 2^53: action.Canonical writes larger integers as doubles,
+		// where the record writes its seq in full (see hashInput).
+		seq = 1 + seq%(1<<53-2)
+		var s sealer
+		buf := []byte{}
+		prev := ZeroHash
+		for i := uint64(0); i < 2; i++ {
+			ev, err := action.Canonical(map[string]any{"text": text, "i": i})
+			if err != nil {
+				t.Skip() // not representable (the event side refuses it before sealing)
+			}
+			start := len(buf)
+			var rec Record
+			rec, buf, err = s.appendSealed(buf, seq+i, now, instance, prev, ev, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			line := buf[start:]
+			var got map[string]any
+			dec := json.NewDecoder(bytes.NewReader(line))
+			dec.UseNumber()
+			if err := dec.Decode(&got); err != nil {
+				t.Fatalf("record %d does not decode: %v\n%s", i, err, line)
+			}
+			var wantEvent any
+			if err := json.Unmarshal(ev, &wantEvent); err != nil {
+				t.Fatal(err)
+			}
+			var gotEvent any
+			if err := json.Unmarshal(mustMarshal(t, got["event"]), &gotEvent); err != nil {
+				t.Fatal(err)
+			}
+			if got["seq"] != json.Number(strconv.FormatUint(seq+i, 10)) || got["instance"] != asJSONString(t, instance) ||
+				got["prev_hash"] != prev || got["key_id"] != k.id || got["time"] != formatTime(now) || !reflect.DeepEqual(gotEvent, wantEvent) {
+				t.Fatalf("record %d: fields %v", i, got)
+			}
+			fields := map[string]any{"seq": seq + i, "time": formatTime(now), "instance": instance, "key_id": k.id,
+				"prev_hash": prev, "event": json.RawMessage(ev)}
+			in, err := action.Canonical(fields)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := k.sum(in); rec.Hash != want || got["hash"] != want {
+				t.Fatalf("record %d: hash %s (line %v), want the HMAC of the canonical record %s", i, rec.Hash, got["hash"], want)
+			}
+			prev = rec.Hash
+			buf = append(buf, '\n')
+		}
+	})
+}
+
+// asJSONString is s as encoding/json gives it back from its JSON (each
+// byte of invalid UTF-8 a U+FFFD).
+func asJSONString(t *testing.T, s string) string {
+	var out string
+	if err := json.Unmarshal(mustMarshal(t, s), &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func mustMarshal(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

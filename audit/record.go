@@ -150,7 +150,10 @@ func appendRecord(dst []byte, h header, event []byte, hash string) []byte {
 
 // hashInput is action.Canonical of the record without "hash", written
 // directly (keys in sorted order) because event is already canonical;
-// TestHashInputIsCanonical pins the equality.
+// TestHashInputIsCanonical and FuzzSealedRecordsAreCanonical pin the
+// equality. The seq is written in full, as in the record, where
+// action.Canonical would write an integer above 2^53 as a double: a chain
+// never gets there.
 func hashInput(h header, event []byte) []byte {
 	return appendHashInput(make([]byte, 0, hashInputBytes+len(event)+len(h.instance)), h, event)
 }
