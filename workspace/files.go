@@ -196,7 +196,7 @@ func (w *Workspace) listFiles(ctx context.Context, in map[string]any) (map[strin
 	if maxEntries < 1 {
 		return nil, action.Errorf(action.CodeInvalidInput, "max_entries must be at least 1")
 	}
-	rel, _, err := parsePath(p)
+	rel, wantDir, err := parsePath(p)
 	if err != nil {
 		return nil, err
 	}
@@ -205,14 +205,14 @@ func (w *Workspace) listFiles(ctx context.Context, in map[string]any) (map[strin
 		// A directory the cache serves is opened through its own chain
 		// of watched directories, none a symlink, and is one now: any
 		// change to the chain since it was read is an event that drops
-		// it. So checkPath would find it as it is, and is not asked.
+		// it. So a stat would find it as it is, and is not made.
 		// Anything the cache does not serve (a symlink on the way,
 		// another file system, an error) is checked and read below.
 		if es, ok := w.lists.list(rel, details); ok {
 			return l.cached(rel, es, action.ReadOnlyPayload(ctx))
 		}
 	}
-	if _, err := w.checkPath(p); err != nil {
+	if _, err := w.statParsed(p, rel, wantDir); err != nil {
 		return nil, err
 	}
 	dir, err := w.root.OpenRoot(rel)
@@ -557,11 +557,13 @@ func (w *Workspace) readFile(ctx context.Context, in map[string]any) (map[string
 	}
 	ranged := (hasOffset && in["offset"] != nil) || (hasLimit && in["limit"] != nil)
 
-	rel, fi, err := w.statPath(p)
+	rel, wantDir, err := parsePath(p)
 	if err != nil {
-		if rel, _, perr := parsePath(p); perr == nil {
-			w.held.drop(rel) // what was read there before, if anything
-		}
+		return nil, err
+	}
+	fi, err := w.statParsed(p, rel, wantDir)
+	if err != nil {
+		w.held.drop(rel) // what was read there before, if anything
 		return nil, err
 	}
 	var f *os.File

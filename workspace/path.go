@@ -93,23 +93,33 @@ func (w *Workspace) statPath(p string) (string, fs.FileInfo, error) {
 	if err != nil {
 		return "", nil, err
 	}
+	fi, err := w.statParsed(p, rel, wantDir)
+	if err != nil {
+		return "", nil, err
+	}
+	return rel, fi, nil
+}
+
+// statParsed is statPath of p, which parsePath has turned into rel and
+// wantDir.
+func (w *Workspace) statParsed(p, rel string, wantDir bool) (fs.FileInfo, error) {
 	fi, err := w.root.Stat(rel)
 	switch {
 	case err == nil:
 		if err := refuseSpecial(rel, fi); err != nil {
-			return "", nil, err
+			return nil, err
 		}
 		if wantDir && !fi.IsDir() {
-			return "", nil, action.Errorf(action.CodeInvalidInput, "path %q is not a directory", p)
+			return nil, action.Errorf(action.CodeInvalidInput, "path %q is not a directory", p)
 		}
 	case isNotExist(err):
 		// Not there yet. A parent that is a symlink leading outside would
 		// have failed resolution with an escape error, not this one.
-		return rel, nil, nil
+		return nil, nil
 	default:
-		return "", nil, fsError(rel, err)
+		return nil, fsError(rel, err)
 	}
-	return rel, fi, nil
+	return fi, nil
 }
 
 // checkWritePath is checkPath plus the rules for writes. It refuses, in
